@@ -1,0 +1,56 @@
+# NetaClaw: `make run` serves the product, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+HOST ?= 127.0.0.1
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-fast test-e2e install system-deps lint format bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian's Chromium for the browser tests (Playwright cannot download browsers here).
+system-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+	    || { echo "could not install chromium (run as root, or apt-get install chromium)"; exit 1; }; \
+	fi
+
+run: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py bootstrap_local --url http://$(HOST):$(PORT)
+	$(BIN)/daphne -b $(HOST) -p $(PORT) netaclaw.asgi:application
+
+test: $(STAMP) system-deps
+	$(BIN)/python -m pytest tests --ignore=tests/e2e -q $(PYTEST_ARGS)
+	@if [ -d tests/e2e ] && ls tests/e2e/test_*.py >/dev/null 2>&1; then \
+	  DJANGO_ALLOW_ASYNC_UNSAFE=true $(BIN)/python -m pytest tests/e2e -q -p no:asyncio $(PYTEST_ARGS); \
+	fi
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest tests --ignore=tests/e2e -q -x $(PYTEST_ARGS)
+
+test-e2e: $(STAMP) system-deps
+	DJANGO_ALLOW_ASYNC_UNSAFE=true $(BIN)/python -m pytest tests/e2e -q -p no:asyncio $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) var db.sqlite3

@@ -1,0 +1,151 @@
+"""Admin for the chat domain; the API key is write-only here as everywhere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
+
+from agents.models import Agent, ChatSession, Message, ModelChannel
+
+
+class ModelChannelAdminForm(forms.ModelForm):
+    api_key = forms.CharField(
+        label=_("API key"),
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text=_("Write-only. Leave blank to keep the stored key."),
+    )
+    clear_api_key = forms.BooleanField(label=_("Remove the stored key"), required=False)
+
+    class Meta:
+        model = ModelChannel
+        fields = [
+            "name",
+            "provider",
+            "base_url",
+            "api_key",
+            "clear_api_key",
+            "model",
+            "context_window",
+            "is_auxiliary",
+            "enabled",
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not data.get("api_key") and self.instance.pk and not data.get("clear_api_key"):
+            data["api_key"] = self.instance.api_key
+        if data.get("clear_api_key"):
+            data["api_key"] = ""
+        return data
+
+
+@admin.register(ModelChannel)
+class ModelChannelAdmin(admin.ModelAdmin):
+    form = ModelChannelAdminForm
+    list_display = [
+        "name",
+        "provider",
+        "model",
+        "context_window",
+        "is_auxiliary",
+        "enabled",
+        "key_set",
+    ]
+    list_filter = ["provider", "is_auxiliary", "enabled"]
+    search_fields = ["name", "model", "base_url"]
+
+    @admin.display(boolean=True, description=_("key set"))
+    def key_set(self, obj: ModelChannel) -> bool:
+        return obj.has_api_key
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "owner",
+        "model_channel",
+        "auxiliary_model_channel",
+        "compaction_threshold_percent",
+        "compaction_protect_first_n",
+    ]
+    list_filter = ["compaction_strategy", "model_channel"]
+    search_fields = ["name", "system_prompt"]
+    raw_id_fields = ["owner"]
+
+
+class MessageInline(admin.TabularInline):
+    model = Message
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = [
+        "position",
+        "role",
+        "short_content",
+        "token_estimate",
+        "is_compaction_summary",
+        "compacted_at",
+        "compacted_into",
+        "pruned_at",
+    ]
+    readonly_fields = fields
+    ordering = ["position", "-is_compaction_summary", "-id"]
+
+    @admin.display(description=_("content"))
+    def short_content(self, obj: Message) -> str:
+        text = obj.content or ("[tool calls]" if obj.tool_calls else "")
+        return text if len(text) <= 160 else text[:157] + "…"
+
+    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ChatSession)
+class ChatSessionAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "owner", "agent", "compaction_count", "updated_at", "paused"]
+    list_filter = ["agent", "created_at"]
+    search_fields = ["title", "id", "owner__username"]
+    readonly_fields = [
+        "id",
+        "created_at",
+        "updated_at",
+        "last_position",
+        "compaction_count",
+        "compaction_lease_holder",
+        "compaction_lease_expires_at",
+        "last_input_tokens",
+        "last_input_position",
+        "total_input_tokens",
+        "total_output_tokens",
+        "api_calls",
+    ]
+    raw_id_fields = ["owner"]
+    inlines = [MessageInline]
+
+    @admin.display(boolean=True, description=_("auto-compaction paused"))
+    def paused(self, obj: ChatSession) -> bool:
+        return bool(obj.auto_compaction_paused_reason)
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "session",
+        "position",
+        "role",
+        "is_compaction_summary",
+        "compacted_at",
+        "pruned_at",
+        "token_estimate",
+    ]
+    list_filter = ["role", "is_compaction_summary", ("compacted_at", admin.EmptyFieldListFilter)]
+    search_fields = ["content", "session__id"]
+    raw_id_fields = ["session", "compacted_into"]
+    list_select_related = ["session"]

@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class AgentsConfig(AppConfig):
+    name = "agents"
+    verbose_name = _("Agents and chats")

@@ -1,0 +1,224 @@
+"""The chat domain: model channels, agents, sessions and their messages (seed §5)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+
+class Provider(models.TextChoices):
+    ANTHROPIC = "anthropic", "Anthropic"
+    OPENAI = "openai", "OpenAI"
+    DEEPSEEK = "deepseek", "DeepSeek"
+    OPENAI_COMPATIBLE = "openai_compatible", _("OpenAI-compatible (Ollama, vLLM, …)")
+
+
+class ModelChannel(models.Model):
+    """A configured model endpoint; its key never leaves the server."""
+
+    name = models.CharField(_("name"), max_length=100)
+    provider = models.CharField(_("provider"), max_length=32, choices=Provider.choices)
+    base_url = models.URLField(_("base URL"), max_length=500, blank=True)
+    api_key = models.CharField(_("API key"), max_length=500, blank=True)
+    model = models.CharField(_("model"), max_length=200)
+    context_window = models.PositiveIntegerField(
+        _("context window (tokens)"),
+        null=True,
+        blank=True,
+        help_text=_("Leave blank to use the known window of the model."),
+    )
+    is_auxiliary = models.BooleanField(_("usable as auxiliary model"), default=False)
+    enabled = models.BooleanField(_("enabled"), default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("model channel")
+        verbose_name_plural = _("model channels")
+        ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(provider__in=[p.value for p in Provider]),
+                name="modelchannel_provider_valid",
+            ),
+            models.CheckConstraint(
+                condition=~Q(provider=Provider.OPENAI_COMPATIBLE) | ~Q(base_url=""),
+                name="modelchannel_compatible_needs_base_url",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.provider}:{self.model})"
+
+    def __repr__(self) -> str:  # never show the key, even in tracebacks
+        return f"<ModelChannel {self.pk} {self.provider}:{self.model}>"
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self.api_key)
+
+
+class CompactionStrategy(models.TextChoices):
+    LOSSY = "lossy", _("Lossy summary")
+
+
+class Agent(models.Model):
+    name = models.CharField(_("name"), max_length=100)
+    system_prompt = models.TextField(_("system prompt"), blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="agents",
+        help_text=_("Blank: shared with every user."),
+    )
+    model_channel = models.ForeignKey(
+        ModelChannel,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="agents",
+        verbose_name=_("model channel"),
+    )
+    auxiliary_model_channel = models.ForeignKey(
+        ModelChannel,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="auxiliary_for_agents",
+        verbose_name=_("auxiliary model channel"),
+        help_text=_("Blank: inherit the system default."),
+    )
+    compaction_strategy = models.CharField(
+        _("compaction strategy"),
+        max_length=32,
+        choices=CompactionStrategy.choices,
+        default=CompactionStrategy.LOSSY,
+    )
+    compaction_threshold_percent = models.PositiveSmallIntegerField(
+        _("compaction threshold (%)"), default=70
+    )
+    compaction_protect_first_n = models.PositiveSmallIntegerField(
+        _("protected head messages"), default=3
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = _("agent")
+        verbose_name_plural = _("agents")
+        ordering = ["name", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(compaction_threshold_percent__gte=30)
+                & Q(compaction_threshold_percent__lte=95),
+                name="agent_threshold_30_95",
+            ),
+            models.CheckConstraint(
+                condition=Q(compaction_protect_first_n__gte=1)
+                & Q(compaction_protect_first_n__lte=10),
+                name="agent_protect_first_n_1_10",
+            ),
+            models.CheckConstraint(
+                condition=Q(compaction_strategy__in=[s.value for s in CompactionStrategy]),
+                name="agent_strategy_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ChatSession(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
+    )
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
+    title = models.CharField(_("title"), max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    compaction_count = models.PositiveIntegerField(_("compactions"), default=0)
+    # Highest position handed out; appends take max+1 under a row lock.
+    last_position = models.PositiveIntegerField(default=0)
+    # DESIGN 5: the compaction lease (free, or held by one holder until it expires).
+    compaction_lease_holder = models.CharField(max_length=64, blank=True)
+    compaction_lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # DESIGN 9: runaway protection for automatic compaction.
+    auto_compaction_paused_reason = models.CharField(max_length=200, blank=True)
+    consecutive_compaction_failures = models.PositiveSmallIntegerField(default=0)
+    # Token meter inputs (DESIGN 13): what the provider reported for the last call.
+    last_input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    last_input_position = models.PositiveIntegerField(null=True, blank=True)
+    total_input_tokens = models.PositiveBigIntegerField(default=0)
+    total_output_tokens = models.PositiveBigIntegerField(default=0)
+    api_calls = models.PositiveIntegerField(default=0)
+    todos = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        verbose_name = _("chat session")
+        verbose_name_plural = _("chat sessions")
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="session_owner_recent")]
+
+    def __str__(self) -> str:
+        return self.title or str(self.id)
+
+
+class Role(models.TextChoices):
+    SYSTEM = "system", _("system")
+    USER = "user", _("user")
+    ASSISTANT = "assistant", _("assistant")
+    TOOL = "tool", _("tool")
+
+
+class Message(models.Model):
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
+    # DESIGN 1: explicit order; a summary takes the position of the first message it
+    # replaces and sorts before it (summaries first at equal position).
+    position = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    token_estimate = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveIntegerField(null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    compacted_at = models.DateTimeField(null=True, blank=True)
+    compacted_into = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="replaced"
+    )
+    is_compaction_summary = models.BooleanField(default=False)
+    pruned_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
+        ordering = ["position", "-is_compaction_summary", "-id"]
+        indexes = [
+            models.Index(fields=["session", "compacted_at"], name="message_session_compacted"),
+            models.Index(
+                fields=["session", "is_compaction_summary"], name="message_session_summary"
+            ),
+            models.Index(fields=["session", "position"], name="message_session_position"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(role__in=[r.value for r in Role]), name="message_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}#{self.pk} @{self.position}"
+
+    @property
+    def is_system_event(self) -> bool:
+        """Records of what happened (compaction bubbles); never sent to a model."""
+        return self.role == Role.SYSTEM and bool(self.metadata.get("systemType"))

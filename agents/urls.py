@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from agents import views
+
+app_name = "chat"
+
+urlpatterns = [
+    path("", views.session_list, name="index"),
+]

@@ -1,0 +1,184 @@
+"""The seed's server events as typed values (DESIGN 7: one event model, two encodings).
+
+Gateway and services build these; ``channels_app.encoders`` turns them into the
+JSON frames of CONTRACT §5 (programs) or HTML fragments (the HTMX chat page).
+Field names in ``to_json`` are the contract's, exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStart:
+    session_id: str
+    reason: Literal["manual", "auto"]
+    type: str = field(default="compaction_start", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "sessionId": self.session_id, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionDone:
+    session_id: str
+    removed_count: int
+    summary_message_id: int | None
+    tokens_before: int
+    tokens_after: int
+    event_message: dict[str, Any] | None = None  # the stored bubble, for the HTML encoder
+    type: str = field(default="compaction_done", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "sessionId": self.session_id,
+            "removedCount": self.removed_count,
+            "summaryMessageId": self.summary_message_id,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionFailed:
+    session_id: str
+    error: str
+    reason: str | None = None
+    event_message: dict[str, Any] | None = None
+    type: str = field(default="compaction_failed", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "type": self.type,
+            "sessionId": self.session_id,
+            "error": self.error,
+        }
+        if self.reason:
+            data["reason"] = self.reason
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUpdate:
+    session_id: str
+    input_tokens: int
+    output_tokens: int
+    api_calls: int
+    used_tokens: int
+    max_tokens: int
+    threshold_percent: int
+    estimated: bool
+    compaction_count: int = 0
+    tool_tokens: int = 0
+    type: str = field(default="token_update", init=False)
+
+    @property
+    def percent(self) -> float:
+        return round(100.0 * self.used_tokens / self.max_tokens, 1) if self.max_tokens else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "sessionId": self.session_id,
+            "current": {
+                "inputTokens": self.input_tokens,
+                "outputTokens": self.output_tokens,
+                "totalTokens": self.input_tokens + self.output_tokens,
+                "apiCalls": self.api_calls,
+            },
+            "context": {
+                "usedTokens": self.used_tokens,
+                "maxTokens": self.max_tokens,
+                "percent": self.percent,
+                "thresholdPercent": self.threshold_percent,
+                "estimated": self.estimated,
+            },
+            "compactionCount": self.compaction_count,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStored:
+    """A persisted message (user, assistant, tool, system event), serialized."""
+
+    session_id: str
+    message: dict[str, Any]
+    type: str = field(default="message", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "sessionId": self.session_id, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    session_id: str
+    text: str
+    type: str = field(default="delta", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "sessionId": self.session_id, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDone:
+    session_id: str
+    type: str = field(default="turn_done", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "sessionId": self.session_id}
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    error: str
+    reason: str | None = None
+    session_id: str | None = None
+    type: str = field(default="error", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, "error": self.error}
+        if self.session_id:
+            data["sessionId"] = self.session_id
+        if self.reason:
+            data["reason"] = self.reason
+        return data
+
+
+ServerEvent = (
+    CompactionStart
+    | CompactionDone
+    | CompactionFailed
+    | TokenUpdate
+    | MessageStored
+    | Delta
+    | TurnDone
+    | ErrorEvent
+)
+
+_BY_TYPE: dict[str, type] = {
+    cls.__dataclass_fields__["type"].default: cls  # type: ignore[attr-defined]
+    for cls in (
+        CompactionStart,
+        CompactionDone,
+        CompactionFailed,
+        TokenUpdate,
+        MessageStored,
+        Delta,
+        TurnDone,
+        ErrorEvent,
+    )
+}
+
+
+def event_to_layer(event: ServerEvent) -> dict[str, Any]:
+    """A channel-layer message carrying the event (msgpack-safe: plain dict)."""
+    data = {k: getattr(event, k) for k in event.__dataclass_fields__ if k != "type"}
+    return {"type": "session.event", "event_type": event.type, "data": data}
+
+
+def event_from_layer(message: dict[str, Any]) -> ServerEvent:
+    cls = _BY_TYPE[message["event_type"]]
+    return cls(**message["data"])

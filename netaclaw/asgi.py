@@ -1,0 +1,26 @@
+"""ASGI entry point: HTTP through Django, WebSocket through Channels.
+
+``get_asgi_application()`` runs before any routing import so the app registry
+is ready when consumers import models.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaclaw.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+
+from channels_app.auth import WebSocketAuthStack  # noqa: E402
+from channels_app.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": WebSocketAuthStack(URLRouter(websocket_urlpatterns)),
+    }
+)

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django.conf.urls.i18n import i18n_patterns  # noqa: F401  (kept for future prefixed URLs)
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import RedirectView
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="chat:index", permanent=False)),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("admin/", admin.site.urls),
+    path("chat/", include("agents.urls")),
+]
