@@ -62,6 +62,24 @@ class CompactionFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionSkipped:
+    """A compaction was asked for while one of the same session was in flight (seed §9)."""
+
+    session_id: str
+    reason: str
+    error: str
+    type: str = field(default="compaction_skipped", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "sessionId": self.session_id,
+            "reason": self.reason,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class TokenUpdate:
     session_id: str
     input_tokens: int
@@ -73,6 +91,7 @@ class TokenUpdate:
     estimated: bool
     compaction_count: int = 0
     tool_tokens: int = 0
+    compacting: bool = False
     type: str = field(default="token_update", init=False)
 
     @property
@@ -151,6 +170,7 @@ ServerEvent = (
     CompactionStart
     | CompactionDone
     | CompactionFailed
+    | CompactionSkipped
     | TokenUpdate
     | MessageStored
     | Delta
@@ -164,6 +184,7 @@ _BY_TYPE: dict[str, type] = {
         CompactionStart,
         CompactionDone,
         CompactionFailed,
+        CompactionSkipped,
         TokenUpdate,
         MessageStored,
         Delta,

@@ -1,0 +1,18 @@
+"""From a stored ModelChannel to the adapters' plain ChannelConfig (the key stays server-side)."""
+
+from __future__ import annotations
+
+from agents.llm import ChannelConfig
+from agents.models import ModelChannel
+
+
+def channel_config(channel: ModelChannel, *, timeout_seconds: float | None = None) -> ChannelConfig:
+    extra = {} if timeout_seconds is None else {"timeout_seconds": timeout_seconds}
+    return ChannelConfig(
+        provider=channel.provider,
+        model=channel.model,
+        api_key=channel.api_key,
+        base_url=channel.base_url or None,
+        context_window=channel.context_window,
+        **extra,
+    )

@@ -1,0 +1,132 @@
+"""WebSocket consumers: authenticate, check access, validate, hand off to the gateway.
+
+``ChatConsumer`` speaks JSON (CONTRACT §5) at /ws/chat/; ``ChatHtmlConsumer``
+sends the same events as HTML fragments for the HTMX chat page at
+/ws/chat/html/?session=<id>. Neither holds business logic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.utils import translation
+
+from agents.access import SessionNotFound, session_for_user
+from channels_app.events import ErrorEvent, ServerEvent, event_from_layer
+from channels_app.gateway import gateway
+from channels_app.groups import session_group
+from channels_app.protocol import ChatFrame, ProtocolError, parse_client_frame
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+
+
+@database_sync_to_async
+def _owned_session_id(user: Any, session_id: str) -> str | None:
+    try:
+        return str(session_for_user(user=user, session_id=session_id).pk)
+    except SessionNotFound:
+        return None
+
+
+class ChatConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.user = user
+        self.joined: set[str] = set()
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        for group in getattr(self, "joined", set()):
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            frame = parse_client_frame(text_data, max_bytes=settings.NETACLAW["MAX_FRAME_BYTES"])
+        except ProtocolError as exc:
+            await self.send_event(ErrorEvent(exc.error, exc.reason, exc.session_id))
+            return
+        session_id = await self.join_session(frame.session_id)
+        if session_id is None:
+            return
+        if isinstance(frame, ChatFrame):
+            await gateway.submit_chat(
+                session_id=session_id, content=frame.content, reply=self.send_event
+            )
+        else:
+            await gateway.submit_compact(
+                session_id=session_id, instructions=frame.instructions, reply=self.send_event
+            )
+
+    async def join_session(self, raw_session_id: str) -> str | None:
+        """Access check through the one gate; unknown and foreign look the same."""
+        session_id = await _owned_session_id(self.user, raw_session_id)
+        if session_id is None:
+            await self.send_event(
+                ErrorEvent("no such session", "unknown_session", raw_session_id[:64])
+            )
+            return None
+        group = session_group(session_id)
+        if group not in self.joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.joined.add(group)
+        return session_id
+
+    async def session_event(self, message: dict[str, Any]) -> None:
+        """Channel-layer handler for events broadcast to a session's group."""
+        await self.send_event(event_from_layer(message))
+
+    async def send_event(self, event: ServerEvent) -> None:
+        await self.send(text_data=self.encode(event))
+
+    def encode(self, event: ServerEvent) -> str:
+        return json.dumps(event.to_json(), ensure_ascii=False)
+
+
+class ChatHtmlConsumer(ChatConsumer):
+    """The same socket for the HTMX page: one session, events as HTML fragments."""
+
+    async def connect(self) -> None:
+        await super().connect()
+        if not getattr(self, "user", None):
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin1"))
+        self.language = _language(self.scope)
+        session = (query.get("session") or [""])[0]
+        if session:
+            await self.join_session(session)
+
+    def encode(self, event: ServerEvent) -> str:
+        from channels_app.html_encoder import render_event_html
+
+        return render_event_html(event, language=self.language)
+
+
+def _language(scope: dict[str, Any]) -> str:
+    """The page's language: the django_language cookie, else Accept-Language, else default."""
+    cookies = scope.get("cookies") or {}
+    code = cookies.get(settings.LANGUAGE_COOKIE_NAME)
+    supported = {c for c, _ in settings.LANGUAGES}
+    if code in supported:
+        return code
+    for key, value in scope.get("headers", []):
+        if key == b"accept-language":
+            for part in value.decode("latin1").split(","):
+                tag = part.split(";")[0].strip().lower()
+                try:
+                    found = translation.get_supported_language_variant(tag)
+                except LookupError:
+                    continue
+                if found in supported:
+                    return found
+    return settings.LANGUAGE_CODE

@@ -1,0 +1,243 @@
+"""The steps of one chat turn, each a short piece of database work.
+
+The gateway sequences them; this module knows the models, services and the
+runtime. Every function here that touches the ORM is sync and wrapped with
+``database_sync_to_async`` at its async entry point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.utils.translation import gettext as _
+
+from agents import services
+from agents.message_format import message_to_json
+from agents.meter import context_window, meter_read, system_prompt_tokens
+from agents.models import ChatSession, Message, Role
+from channels_app.events import Delta, ErrorEvent, MessageStored, ServerEvent, TokenUpdate
+
+MIN_TAIL_MESSAGES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTurn:
+    session_id: str
+    user_message: dict[str, Any]
+    refusal: ErrorEvent | None
+    channel_config: Any = None
+    max_output_tokens: int = 4096
+    workspace_root: Path | None = None
+    todos: tuple[dict[str, Any], ...] = ()
+
+
+def _session(session_id: str) -> ChatSession:
+    return ChatSession.objects.select_related(
+        "agent__model_channel", "agent__auxiliary_model_channel"
+    ).get(pk=session_id)
+
+
+def _prepare_turn(session_id: str, content: str) -> PreparedTurn:
+    """Store the user's message first (nothing typed is lost), then decide if we may go on."""
+    session = _session(session_id)
+    stored = services.message_append(session=session, role=Role.USER, content=content)
+    if not session.title:
+        ChatSession.objects.filter(pk=session.pk).update(title=content.strip()[:60])
+    agent = session.agent
+    channel = agent.model_channel
+    user_message = message_to_json(stored, view="compacted")
+    if channel is None or not channel.enabled:
+        return PreparedTurn(
+            session_id,
+            user_message,
+            ErrorEvent(
+                error=_(
+                    "This agent has no model channel yet. Add one (an Anthropic, OpenAI or "
+                    "DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) on the "
+                    "model channel page, then choose it on the agent's page."
+                ),
+                reason="no_model_channel",
+                session_id=session_id,
+            ),
+        )
+    window = context_window(channel)
+    if (
+        system_prompt_tokens(agent.system_prompt)
+        >= window * agent.compaction_threshold_percent // 100
+    ):
+        return PreparedTurn(
+            session_id,
+            user_message,
+            ErrorEvent(
+                error=_(
+                    "系统提示过长：the system prompt alone exceeds the compaction threshold; "
+                    "shorten it on the agent's page."
+                ),
+                reason="system_prompt_too_long",
+                session_id=session_id,
+            ),
+        )
+    from agents.llm_channels import channel_config
+
+    return PreparedTurn(
+        session_id,
+        user_message,
+        None,
+        channel_config=channel_config(channel),
+        max_output_tokens=max(256, min(4096, window // 4)),
+        workspace_root=Path(settings.NETACLAW["WORKSPACE_ROOT"]) / str(session.pk),
+        todos=tuple(session.todos or ()),
+    )
+
+
+async def prepare_turn(*, session_id: str, content: str) -> PreparedTurn:
+    return await database_sync_to_async(_prepare_turn)(session_id, content)
+
+
+def _token_update(session_id: str) -> TokenUpdate:
+    reading = meter_read(session=_session(session_id))
+    return TokenUpdate(
+        session_id=session_id,
+        input_tokens=reading.input_tokens,
+        output_tokens=reading.output_tokens,
+        api_calls=reading.api_calls,
+        used_tokens=reading.used_tokens,
+        max_tokens=reading.max_tokens,
+        threshold_percent=reading.threshold_percent,
+        estimated=reading.estimated,
+        compaction_count=reading.compaction_count,
+        tool_tokens=reading.tool_tokens,
+        compacting=reading.compacting,
+    )
+
+
+token_update = database_sync_to_async(_token_update)
+
+
+def _should_auto_compact(session_id: str) -> bool:
+    """Seed §2.1 and §10: over the threshold, enough history, not paused (DESIGN 9)."""
+    session = _session(session_id)
+    if session.auto_compaction_paused_reason or session.agent.model_channel is None:
+        return False
+    if not meter_read(session=session).over_threshold:
+        return False
+    visible = (
+        Message.objects.filter(session=session, compacted_at__isnull=True)
+        .exclude(role=Role.SYSTEM, metadata__has_key="systemType")
+        .count()
+    )
+    return visible > session.agent.compaction_protect_first_n + MIN_TAIL_MESSAGES
+
+
+should_auto_compact = database_sync_to_async(_should_auto_compact)
+
+
+def compact_session(*, session_id: str, reason: str, instructions: str | None) -> Any:
+    from compaction.service import CompactionService
+
+    return CompactionService().compact(
+        session=_session(session_id), reason=reason, instructions=instructions
+    )
+
+
+def _llm_context(session_id: str) -> list[Any]:
+    from compaction.context import llm_context_for_session
+
+    return llm_context_for_session(_session(session_id))
+
+
+llm_context = database_sync_to_async(_llm_context)
+
+
+def _store_runtime_event(session_id: str, event: Any) -> list[ServerEvent]:
+    from agents import runtime
+
+    session = ChatSession.objects.get(pk=session_id)
+    if isinstance(event, runtime.AssistantMessage):
+        usage = event.usage
+        stored = services.message_append(
+            session=session,
+            role=Role.ASSISTANT,
+            content=event.content,
+            tool_calls=services.tool_calls_to_json(event.tool_calls),
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+        )
+        events: list[ServerEvent] = [MessageStored(session_id, message_to_json(stored))]
+        if usage is not None:
+            services.session_record_usage(
+                session=session,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                input_position=stored.position - 1,
+            )
+            events.append(_token_update(session_id))
+        return events
+    if isinstance(event, runtime.ToolResult):
+        stored = services.message_append(
+            session=session,
+            role=Role.TOOL,
+            content=event.content,
+            tool_call_id=event.call_id,
+            metadata={"toolName": event.name, "isError": event.is_error},
+        )
+        return [MessageStored(session_id, message_to_json(stored))]
+    if isinstance(event, runtime.RunFailed):
+        return [ErrorEvent(error=event.message, reason=event.reason, session_id=session_id)]
+    if isinstance(event, runtime.StepLimitReached):
+        return [
+            ErrorEvent(
+                error=_("The agent stopped after its step limit; send a message to continue."),
+                reason="step_limit",
+                session_id=session_id,
+            )
+        ]
+    return []
+
+
+_store_runtime_event_async = database_sync_to_async(_store_runtime_event)
+
+
+async def handle_runtime_event(session_id: str, event: Any) -> list[ServerEvent]:
+    from agents import runtime
+
+    if isinstance(event, runtime.TextDelta):
+        return [Delta(session_id, event.text)]
+    return await _store_runtime_event_async(session_id, event)
+
+
+def _save_todos(session_id: str, items: list[dict[str, Any]]) -> None:
+    ChatSession.objects.filter(pk=session_id).update(todos=items)
+
+
+save_todos = database_sync_to_async(_save_todos)
+
+
+async def run_turn(
+    prepared: PreparedTurn,
+    *,
+    on_event: Callable[[Any], Awaitable[None]],
+    before_step: Callable[[list[Any]], Awaitable[list[Any]]],
+) -> Any:
+    from agents import runtime
+    from agents.llm import get_provider
+    from agents.tools import TodoStore, Workspace, default_registry
+
+    todos = TodoStore(items=[dict(t) for t in prepared.todos])
+    registry = default_registry(Workspace(prepared.workspace_root), todos)
+    result = await runtime.run_agent(
+        provider=get_provider(prepared.channel_config),
+        messages=await llm_context(prepared.session_id),
+        tools=registry,
+        on_event=on_event,
+        max_tokens=prepared.max_output_tokens,
+        before_step=before_step,
+    )
+    if list(todos.items) != list(prepared.todos):
+        await save_todos(prepared.session_id, list(todos.items))
+    return result
