@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 from agents.models import Message, Role
-
-PRUNED_TOOL_PLACEHOLDER = "[旧工具输出已清除以节省上下文]"
+from compaction.core.pruning import PRUNED_TOOL_PLACEHOLDER
 
 
 def message_to_json(message: Message, *, view: str = "full") -> dict[str, Any]:
