@@ -7,6 +7,8 @@ import os
 import pytest
 from django.conf import settings
 
+pytest_plugins = ["tests.support.fixtures"]
+
 REQUIRE_SERVICES = os.environ.get("NETACLAW_REQUIRE_SERVICES") == "1"
 
 

@@ -1,0 +1,22 @@
+"""Pytest fixtures for the scripted LLM server (registered in tests/conftest.py).
+
+Function-scoped on purpose: a fresh server on a fresh port per test costs about a
+millisecond to start and ~10 ms to stop, and a request left over from an earlier
+test (a background task, an SDK retry) then hits a closed port instead of eating
+this test's scripted replies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.llm_server import ScriptedLLMServer
+
+
+@pytest.fixture
+def llm_server() -> Iterator[ScriptedLLMServer]:
+    """A started ScriptedLLMServer, stopped after the test."""
+    with ScriptedLLMServer() as server:
+        yield server
