@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import socket
 import threading
 import time
@@ -127,6 +128,15 @@ class RecordedRequest:
     headers: dict[str, str]
     body: dict[str, Any] = field(hash=False)
 
+    @property
+    def stream(self) -> bool:
+        """Whether the client asked for a streamed answer."""
+        return bool(self.body.get("stream"))
+
+    @property
+    def model(self) -> str | None:
+        return self.body.get("model")
+
 
 # ---------------------------------------------------------------------------
 # Responders and token figures
@@ -145,7 +155,45 @@ def long_responder(body: dict[str, Any], wire: str) -> Action:
     return Reply(text=LONG_TEXT, chunk_size=16)
 
 
-RESPONDERS: dict[str, Responder] = {"echo": echo_responder, "long": long_responder}
+def _last_message(body: dict[str, Any]) -> dict[str, Any]:
+    messages = [m for m in body.get("messages") or () if isinstance(m, dict)]
+    return messages[-1] if messages else {}
+
+
+def _is_tool_result(message: dict[str, Any], wire: str) -> bool:
+    if wire == "openai":
+        return message.get("role") == "tool"
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") == "tool_result" for part in content
+    )
+
+
+def _first_tool_name(body: dict[str, Any], wire: str) -> str | None:
+    for tool in body.get("tools") or ():
+        name = (tool.get("function") or {}).get("name") if wire == "openai" else tool.get("name")
+        if name:
+            return str(name)
+    return None
+
+
+def tool_then_answer_responder(body: dict[str, Any], wire: str) -> Action:
+    """Call the request's first tool (arguments ``{}``); once a result is back, answer.
+
+    Drives a whole ReAct turn (call → result → answer) without scripting each step.
+    """
+    name = _first_tool_name(body, wire)
+    if name is None or _is_tool_result(_last_message(body), wire):
+        return Reply(text="done")
+    calls = sum(1 for m in body.get("messages") or () if isinstance(m, dict))
+    return Reply(tool_calls=[ToolCall(id=f"call_scripted_{calls}", name=name, arguments="{}")])
+
+
+RESPONDERS: dict[str, Responder] = {
+    "echo": echo_responder,
+    "long": long_responder,
+    "tool_then_answer": tool_then_answer_responder,
+}
 
 
 def _content_chars(content: Any) -> int:
@@ -311,17 +359,25 @@ class ScriptedLLMServer:
 
     # -- used by the handler ------------------------------------------------
 
-    def _record_and_pick(self, record: RecordedRequest) -> tuple[Action, int, threading.Event]:
+    def _record_and_pick(
+        self, record: RecordedRequest, *, consume: bool = True
+    ) -> tuple[Action, int, threading.Event]:
         with self._cond:
             self._requests.append(record)
             self._counter += 1
             number = self._counter
-            action = self._queue.popleft() if self._queue else None
+            action = self._queue.popleft() if consume and self._queue else None
             responder = self.responder
             cancel = self._cancel
             self._cond.notify_all()
+        if action is None and not consume:
+            action = Empty()
         if action is None:
-            action = responder(record.body, record.wire)
+            try:
+                action = responder(record.body, record.wire)
+            except Exception as exc:  # a broken responder must fail the test, not hang it
+                message = f"The scripted responder raised {exc!r}"
+                action = Fail(status=500, body={"error": {"message": message}})
         return action, number, cancel
 
 
@@ -333,6 +389,25 @@ class _HTTPServer(ThreadingHTTPServer):
 
 
 ROUTES: dict[str, Wire] = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
+
+# API version 2026-10-21 (what anthropic SDK 2.x sends) answers 400 to sampling
+# parameters, even at their defaults; the server does too, whatever is scripted.
+_ANTHROPIC_SAMPLING = ("temperature", "top_p", "top_k")
+
+
+def _anthropic_rejects(headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any] | None:
+    if headers.get("anthropic-version", "") < "2026-10-21":
+        return None
+    for name in _ANTHROPIC_SAMPLING:
+        if name in body:
+            return {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": f"{name}: Extra inputs are not permitted",
+                },
+            }
+    return None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -366,8 +441,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {name.lower(): value for name, value in self.headers.items()}
         record = RecordedRequest(wire=wire, path=path, headers=headers, body=body)
-        action, number, cancel = self.server.scripted._record_and_pick(record)
+        rejected = _anthropic_rejects(headers, body) if wire == "anthropic" else None
+        action, number, cancel = self.server.scripted._record_and_pick(
+            record, consume=rejected is None
+        )
         self._cancel = cancel
+        if rejected is not None:  # the script is left for the next request
+            action = Fail(status=400, body=rejected)
         _Responder(self, wire, body, number).respond(action)
 
     # -- low-level writers --------------------------------------------------
@@ -450,10 +530,14 @@ class _Responder:
 
     def _reply(self, reply: Reply) -> None:
         input_tokens = (
-            reply.input_tokens if reply.input_tokens is not None else default_input_tokens(self.body)
+            reply.input_tokens
+            if reply.input_tokens is not None
+            else default_input_tokens(self.body)
         )
         output_tokens = (
-            reply.output_tokens if reply.output_tokens is not None else _default_output_tokens(reply)
+            reply.output_tokens
+            if reply.output_tokens is not None
+            else _default_output_tokens(reply)
         )
         if not self.streaming:
             builder = _openai_message if self.wire == "openai" else _anthropic_message
@@ -477,13 +561,19 @@ class _Responder:
     def _fail(self, fail: Fail) -> None:
         body: Any = fail.body
         if body is None:
-            kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}
+            kind = {
+                400: "invalid_request_error",
+                401: "authentication_error",
+                429: "rate_limit_error",
+            }
             kind_name = kind.get(fail.status, "api_error")
             message = f"Scripted failure {fail.status}"
             if self.wire == "anthropic":
                 body = {"type": "error", "error": {"type": kind_name, "message": message}}
             else:
-                body = {"error": {"message": message, "type": kind_name, "param": None, "code": None}}
+                body = {
+                    "error": {"message": message, "type": kind_name, "param": None, "code": None}
+                }
         extra: dict[str, str] = {}
         if fail.should_retry is not None:
             extra["x-should-retry"] = "true" if fail.should_retry else "false"
@@ -684,12 +774,20 @@ def _anthropic_events(r: _Responder, reply: Reply, inp: int, out: int) -> Iterat
     if reply.text:
         yield _sse(
             "content_block_start",
-            {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "text", "text": ""},
+            },
         )
         for piece in _chunks(reply.text, reply.chunk_size):
             yield _sse(
                 "content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}},
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": piece},
+                },
             )
         yield _sse("content_block_stop", {"type": "content_block_stop", "index": index})
         index += 1
@@ -699,7 +797,12 @@ def _anthropic_events(r: _Responder, reply: Reply, inp: int, out: int) -> Iterat
             {
                 "type": "content_block_start",
                 "index": index,
-                "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}},
+                "content_block": {
+                    "type": "tool_use",
+                    "id": call.id,
+                    "name": call.name,
+                    "input": {},
+                },
             },
         )
         for piece in _chunks(call.arguments, reply.chunk_size):
@@ -736,9 +839,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     server = ScriptedLLMServer(port=args.port, responder=RESPONDERS[args.responder]).start()
     print(f"scripted LLM server listening on {server.url}", flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())  # a parent's terminate() stops cleanly
     try:
-        while True:
-            time.sleep(3600)
+        done.wait()
     except KeyboardInterrupt:
         pass
     finally:

@@ -1,0 +1,228 @@
+"""One error type for every provider failure, with a reason callers can branch on.
+
+The SDKs raise dozens of classes (and raw ``httpx2`` errors while a stream is being
+read); callers only need to know *why* (retry later? fix the key? give up?) and a
+message they can show a user. The message never contains the API key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Literal
+
+import anthropic
+import httpx2
+import openai
+
+LLMErrorReason = Literal[
+    "timeout",
+    "rate_limited",
+    "upstream_error",
+    "invalid_response",
+    "connection_error",
+    "auth_error",
+    "bad_request",
+]
+LLM_ERROR_REASONS: tuple[LLMErrorReason, ...] = (
+    "timeout",
+    "rate_limited",
+    "upstream_error",
+    "invalid_response",
+    "connection_error",
+    "auth_error",
+    "bad_request",
+)
+
+_MAX_DETAIL = 300
+_REDACTED = "***"
+
+_DESCRIPTIONS: dict[str, str] = {
+    "timeout": "The model did not answer in time",
+    "rate_limited": "The model provider is rate limiting requests",
+    "upstream_error": "The model provider failed",
+    "invalid_response": "The model provider sent a response that could not be read",
+    "connection_error": "The connection to the model provider failed",
+    "auth_error": "The model provider refused the credentials",
+    "bad_request": "The model provider rejected the request",
+}
+
+# Error types carried in a body (e.g. an Anthropic ``event: error`` mid-stream, HTTP 200).
+_BODY_TYPES: dict[str, LLMErrorReason] = {
+    "rate_limit_error": "rate_limited",
+    "authentication_error": "auth_error",
+    "permission_error": "auth_error",
+    "invalid_request_error": "bad_request",
+    "not_found_error": "bad_request",
+    "request_too_large": "bad_request",
+    "timeout_error": "timeout",
+}
+
+
+class LLMError(Exception):
+    """A failed LLM call: ``reason`` says why, ``status`` is the HTTP status if any.
+
+    ``cause`` names the original exception class (for logs); the original itself is
+    not chained, because SDK exceptions carry the request, its headers and the raw
+    body, any of which may hold the key.
+    """
+
+    def __init__(
+        self,
+        reason: LLMErrorReason,
+        message: str | None = None,
+        *,
+        status: int | None = None,
+        provider: str | None = None,
+        cause: str | None = None,
+    ) -> None:
+        if reason not in _DESCRIPTIONS:
+            raise ValueError(f"Unknown LLMError reason {reason!r}.")
+        self.reason: LLMErrorReason = reason
+        self.status = status
+        self.provider = provider
+        self.cause = cause
+        self.message = message or f"{_DESCRIPTIONS[reason]}."
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"LLMError(reason={self.reason!r}, status={self.status!r}, message={self.message!r})"
+
+
+def redact(text: str, secret: str) -> str:
+    """``text`` with every occurrence of ``secret`` masked (no-op for an empty secret)."""
+    if not secret:
+        return text
+    return text.replace(secret, _REDACTED)
+
+
+def _reason_for_status(status: int) -> LLMErrorReason:
+    if status in (401, 403):
+        return "auth_error"
+    if status == 429:
+        return "rate_limited"
+    if status == 408:
+        return "timeout"
+    if 400 <= status < 500:
+        return "bad_request"
+    return "upstream_error"
+
+
+def _detail(exc: BaseException) -> str:
+    """The upstream's own explanation, short: for a status error its ``error.message``."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+        if isinstance(error, str):
+            return error
+        if isinstance(body.get("message"), str):
+            return body["message"]
+    if isinstance(body, str) and body.strip():
+        return body.strip()
+    return str(exc)
+
+
+def _body_type(exc: BaseException) -> str | None:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("type"), str):
+            return error["type"]
+        if isinstance(body.get("type"), str):
+            return body["type"]
+    return None
+
+
+def _compose(reason: LLMErrorReason, status: int | None, detail: str, api_key: str) -> str:
+    head = _DESCRIPTIONS[reason]
+    if status is not None:
+        head = f"{head} (HTTP {status})"
+    detail = redact(" ".join(detail.split()), api_key)
+    if len(detail) > _MAX_DETAIL:
+        detail = detail[: _MAX_DETAIL - 1] + "…"
+    return f"{head}: {detail}" if detail else f"{head}."
+
+
+def to_llm_error(
+    exc: BaseException, *, api_key: str = "", provider: str | None = None
+) -> LLMError | None:
+    """Translate an SDK / transport / decoding exception; None if it is not one of those.
+
+    Unknown exceptions (bugs) are not swallowed: the caller re-raises them as they are.
+    """
+    if isinstance(exc, LLMError):
+        return exc
+    reason: LLMErrorReason
+    status: int | None = None
+    detail = ""
+    if isinstance(
+        exc, anthropic.APITimeoutError | openai.APITimeoutError | httpx2.TimeoutException
+    ):
+        reason = "timeout"
+    elif isinstance(exc, anthropic.APIConnectionError | openai.APIConnectionError):
+        reason = "connection_error"
+        cause = exc.__cause__
+        detail = type(cause).__name__ if cause is not None else ""
+    elif isinstance(exc, httpx2.DecodingError):
+        reason, detail = "invalid_response", str(exc)
+    elif isinstance(exc, httpx2.TransportError):
+        reason, detail = "connection_error", f"{type(exc).__name__}: {exc}"
+    elif isinstance(exc, anthropic.APIResponseValidationError | openai.APIResponseValidationError):
+        reason, status, detail = "invalid_response", exc.status_code, str(exc)
+    elif isinstance(exc, anthropic.APIStatusError | openai.APIStatusError):
+        status = exc.status_code
+        detail = _detail(exc)
+        if status >= 400:
+            reason = _reason_for_status(status)
+        else:  # an error event inside a 200 stream
+            reason = _BODY_TYPES.get(_body_type(exc) or "", "upstream_error")
+            status = None
+    elif isinstance(exc, anthropic.APIError | openai.APIError):
+        reason, detail = "upstream_error", _detail(exc)
+    elif isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
+        reason, detail = "invalid_response", f"{type(exc).__name__}: {exc}"
+    elif isinstance(exc, anthropic.AnthropicError | openai.OpenAIError):
+        reason, detail = "upstream_error", str(exc)
+    else:
+        return None
+    return LLMError(
+        reason,
+        _compose(reason, status, detail, api_key),
+        status=status,
+        provider=provider,
+        cause=type(exc).__name__,
+    )
+
+
+@contextmanager
+def translate_errors(*, api_key: str, provider: str) -> Iterator[None]:
+    """Re-raise SDK failures inside the block as LLMError (works around ``yield`` too)."""
+    try:
+        yield
+    except LLMError:
+        raise
+    except Exception as exc:
+        error = to_llm_error(exc, api_key=api_key, provider=provider)
+        if error is None:
+            raise
+        raise error from None
+
+
+@contextmanager
+def malformed_is_invalid(provider: str) -> Iterator[None]:
+    """A response missing the fields we read is the provider's fault: invalid_response."""
+    try:
+        yield
+    except (AttributeError, KeyError, TypeError, IndexError, ValueError) as exc:
+        raise LLMError(
+            "invalid_response",
+            f"{_DESCRIPTIONS['invalid_response']}: {type(exc).__name__}.",
+            provider=provider,
+            cause=type(exc).__name__,
+        ) from None
