@@ -74,10 +74,15 @@ def arguments_to_input(arguments: str) -> dict[str, Any]:
 
 
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
-    """The wire role and content blocks of one message (empty text is dropped)."""
+    """The wire role and content blocks of one message.
+
+    Blank text is dropped: the API answers 400 to a text block that is empty or only
+    whitespace.
+    """
+    has_text = bool(message.content.strip())
     if message.role == "assistant":
         blocks: list[dict[str, Any]] = []
-        if message.content:
+        if has_text:
             blocks.append({"type": "text", "text": message.content})
         for call in message.tool_calls:
             blocks.append(
@@ -91,11 +96,11 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
         return "assistant", blocks
     if message.role == "tool" and message.tool_call_id:
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-        if message.content:
+        if has_text:
             block["content"] = message.content
         return "user", [block]
     # user messages, and tool output without a call id (cannot be a tool_result)
-    return "user", ([{"type": "text", "text": message.content}] if message.content else [])
+    return "user", ([{"type": "text", "text": message.content}] if has_text else [])
 
 
 def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -106,7 +111,7 @@ def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def to_anthropic_messages(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, Any]]]:
     """(system text, alternating wire messages) for ``messages``."""
-    system_parts = [m.content for m in messages if m.role == "system" and m.content]
+    system_parts = [m.content for m in messages if m.role == "system" and m.content.strip()]
     wire: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "system":
@@ -200,6 +205,7 @@ class AnthropicStreamParser:
         self._input: int | None = None
         self._output: int | None = None
         self._stop: str | None = None
+        self._stopped = False
 
     def feed(self, event: Any) -> list[StreamEvent]:
         kind = getattr(event, "type", None)
@@ -209,9 +215,12 @@ class AnthropicStreamParser:
             self._output = getattr(usage, "output_tokens", None)
         elif kind == "content_block_start":
             block = event.content_block
-            if getattr(block, "type", None) == "tool_use":
+            block_type = getattr(block, "type", None)
+            if block_type == "tool_use":
                 initial = getattr(block, "input", None) or {}
                 self._tools[event.index] = (block.id, block.name, [], initial)
+            elif block_type == "text" and getattr(block, "text", None):
+                return [TextDelta(block.text)]  # gateways that open a block with text
         elif kind == "content_block_delta":
             delta = event.delta
             delta_type = getattr(delta, "type", None)
@@ -227,8 +236,11 @@ class AnthropicStreamParser:
             usage = getattr(event, "usage", None)
             if getattr(usage, "output_tokens", None) is not None:
                 self._output = usage.output_tokens
-            if _input_total(usage) is not None:
-                self._input = _input_total(usage)
+            total = _input_total(usage)
+            if total is not None:  # cumulative; never let a partial figure lower it
+                self._input = max(self._input or 0, total)
+        elif kind == "message_stop":
+            self._stopped = True
         return []
 
     def _ready(self, index: int) -> ToolCallReady:
@@ -237,6 +249,9 @@ class AnthropicStreamParser:
         return ToolCallReady(ToolCall(id=call_id, name=name, arguments=arguments))
 
     def finish(self) -> list[StreamEvent]:
+        """The closing events; a stream without message_delta or message_stop was cut."""
+        if self._stop is None and self._stopped:
+            self._stop = "end_turn"  # a gateway that sends message_stop only
         if self._stop is None:
             raise LLMError(
                 "invalid_response",

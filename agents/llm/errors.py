@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Literal
+from typing import Any, Literal
 
 import anthropic
 import httpx2
@@ -48,9 +48,13 @@ _DESCRIPTIONS: dict[str, str] = {
     "bad_request": "The model provider rejected the request",
 }
 
-# Error types carried in a body (e.g. an Anthropic ``event: error`` mid-stream, HTTP 200).
+# Error types (or OpenAI codes) carried in a body: an error that arrives mid-stream,
+# after a 200 (Anthropic ``event: error``, an OpenAI ``data: {"error": …}`` chunk).
 _BODY_TYPES: dict[str, LLMErrorReason] = {
     "rate_limit_error": "rate_limited",
+    "rate_limit_exceeded": "rate_limited",
+    "insufficient_quota": "rate_limited",
+    "invalid_api_key": "auth_error",
     "authentication_error": "auth_error",
     "permission_error": "auth_error",
     "invalid_request_error": "bad_request",
@@ -89,8 +93,25 @@ class LLMError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Picklable despite keyword-only arguments (worker processes, test runners)."""
+        return (
+            _rebuild,
+            (self.reason, self.message, self.status, self.provider, self.cause),
+        )
+
     def __repr__(self) -> str:
         return f"LLMError(reason={self.reason!r}, status={self.status!r}, message={self.message!r})"
+
+
+def _rebuild(
+    reason: LLMErrorReason,
+    message: str,
+    status: int | None,
+    provider: str | None,
+    cause: str | None,
+) -> LLMError:
+    return LLMError(reason, message, status=status, provider=provider, cause=cause)
 
 
 def redact(text: str, secret: str) -> str:
@@ -128,15 +149,19 @@ def _detail(exc: BaseException) -> str:
     return str(exc)
 
 
-def _body_type(exc: BaseException) -> str | None:
+def _reason_for_body(exc: BaseException) -> LLMErrorReason:
+    """The reason an error body names (its ``type`` or ``code``), else upstream_error."""
     body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("type"), str):
-            return error["type"]
-        if isinstance(body.get("type"), str):
-            return body["type"]
-    return None
+    if not isinstance(body, dict):
+        return "upstream_error"
+    error = body.get("error")
+    candidates = [body.get("type"), body.get("code")]
+    if isinstance(error, dict):
+        candidates[:0] = [error.get("type"), error.get("code")]
+    for candidate in candidates:
+        if isinstance(candidate, str) and candidate in _BODY_TYPES:
+            return _BODY_TYPES[candidate]
+    return "upstream_error"
 
 
 def _compose(reason: LLMErrorReason, status: int | None, detail: str, api_key: str) -> str:
@@ -181,10 +206,10 @@ def to_llm_error(
         if status >= 400:
             reason = _reason_for_status(status)
         else:  # an error event inside a 200 stream
-            reason = _BODY_TYPES.get(_body_type(exc) or "", "upstream_error")
+            reason = _reason_for_body(exc)
             status = None
     elif isinstance(exc, anthropic.APIError | openai.APIError):
-        reason, detail = "upstream_error", _detail(exc)
+        reason, detail = _reason_for_body(exc), _detail(exc)
     elif isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         reason, detail = "invalid_response", f"{type(exc).__name__}: {exc}"
     elif isinstance(exc, anthropic.AnthropicError | openai.OpenAIError):

@@ -253,13 +253,19 @@ def parse_openai_completion(completion: Any, provider: str = "openai") -> Comple
     message = choice.message
     calls = tuple(
         ToolCall(
-            id=call.id,
+            id=call.id or f"call_{index}",  # some local servers leave ids out
             name=call.function.name,
             arguments=call.function.arguments or "{}",
         )
-        for call in (message.tool_calls or [])
+        for index, call in enumerate(message.tool_calls or [])
         if getattr(call, "function", None) is not None
     )
+    if any(not call.name for call in calls):
+        raise LLMError(
+            "invalid_response",
+            "The model provider returned a tool call without a name.",
+            provider=provider,
+        )
     return Completion(
         text=message.content or "",
         tool_calls=calls,

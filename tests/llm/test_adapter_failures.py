@@ -16,6 +16,7 @@ from tests.support.llm_server import (
     NonJSON,
     Reply,
     ScriptedLLMServer,
+    StreamError,
 )
 
 WIRES = ["openai", "anthropic"]
@@ -171,3 +172,30 @@ async def test_openai_itself_does_not_fall_back(llm_server: ScriptedLLMServer) -
     llm_server.enqueue(Fail(status=400, body=rejection))
     assert (await stream_error(make_config(llm_server, "openai"))).reason == "bad_request"
     assert len(llm_server.requests) == 1
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("overloaded_error", "upstream_error"),
+        ("rate_limit_error", "rate_limited"),
+        ("api_error", "upstream_error"),
+    ],
+)
+async def test_error_event_inside_a_200_stream(
+    llm_server: ScriptedLLMServer, wire: str, kind: str, reason: str
+) -> None:
+    llm_server.enqueue(StreamError(kind=kind, message="Busy, try later"))
+    error = await stream_error(make_config(llm_server, wire))
+    assert (error.reason, error.status) == (reason, None)
+    assert "Busy, try later" in error.message
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_error_kind_on_a_non_streamed_request_is_an_http_status(
+    llm_server: ScriptedLLMServer, wire: str
+) -> None:
+    llm_server.enqueue(StreamError(kind="overloaded_error"))
+    error = sync_error(make_config(llm_server, wire))
+    assert (error.reason, error.status) == ("upstream_error", 529)

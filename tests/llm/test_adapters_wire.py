@@ -19,7 +19,7 @@ from agents.llm import (
     get_provider,
 )
 from compaction.core.types import Message, ToolCall
-from tests.support.llm_server import Reply, ScriptedLLMServer, default_input_tokens
+from tests.support.llm_server import Empty, Reply, ScriptedLLMServer, default_input_tokens
 
 ALL_PROVIDERS = ["openai", "deepseek", "openai_compatible", "anthropic"]
 TOOL = ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}})
@@ -251,3 +251,32 @@ async def test_concurrent_streams(llm_server: ScriptedLLMServer) -> None:
     results = await asyncio.gather(*(provider.acomplete(REQUEST) for _ in range(5)))
     assert [r.text for r in results] == ["ok"] * 5
     assert len(llm_server.requests) == 5
+
+
+@pytest.mark.parametrize("provider", ALL_PROVIDERS)
+async def test_empty_answer_is_a_valid_empty_completion(
+    llm_server: ScriptedLLMServer, provider: str
+) -> None:
+    llm_server.enqueue(Empty(), Empty())
+    provider_ = get_provider(make_config(llm_server, provider))
+    streamed = await provider_.acomplete(REQUEST)
+    assert (streamed.text, streamed.tool_calls, streamed.stop_reason) == ("", (), "end_turn")
+    completed = provider_.complete(REQUEST)
+    assert (completed.text, completed.tool_calls, completed.stop_reason) == ("", (), "end_turn")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_length_stop_is_normalised(llm_server: ScriptedLLMServer, provider: str) -> None:
+    llm_server.enqueue(Reply(text="cut", stop="length"), Reply(text="cut", stop="length"))
+    provider_ = get_provider(make_config(llm_server, provider))
+    assert (await provider_.acomplete(REQUEST)).stop_reason == "max_tokens"
+    assert provider_.complete(REQUEST).stop_reason == "max_tokens"
+
+
+async def test_default_input_tokens_grow_with_the_context(llm_server: ScriptedLLMServer) -> None:
+    provider_ = get_provider(make_config(llm_server, "anthropic"))
+    short = await provider_.acomplete(REQUEST)
+    longer = LLMRequest(messages=(*REQUEST.messages, Message("user", "x" * 400)))
+    long = await provider_.acomplete(longer)
+    assert short.usage is not None and long.usage is not None
+    assert long.usage.input_tokens - short.usage.input_tokens == 100

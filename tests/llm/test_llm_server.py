@@ -186,19 +186,16 @@ def test_unknown_path_is_404(llm_server: ScriptedLLMServer) -> None:
 
 
 def test_cli_serves_until_terminated() -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.llm_server", "--port", "0", "--responder", "long"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("scripted LLM server listening on http://127.0.0.1:")
-        url = line.rsplit(" ", 1)[-1].strip()
-        _, raw = post(url + "/v1/chat/completions", {"messages": []})
-        assert len(json.loads(raw)["choices"][0]["message"]["content"]) > 1000
-    finally:
-        process.terminate()
-        process.wait(timeout=5)
+    command = [sys.executable, "-m", "tests.support.llm_server", "--port", "0"]
+    with subprocess.Popen(
+        [*command, "--responder", "long"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            assert line.startswith("scripted LLM server listening on http://127.0.0.1:")
+            url = line.rsplit(" ", 1)[-1].strip()
+            _, raw = post(url + "/v1/chat/completions", {"messages": []})
+            assert len(json.loads(raw)["choices"][0]["message"]["content"]) > 1000
+        finally:
+            process.terminate()

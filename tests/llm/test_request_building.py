@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from types import SimpleNamespace as NS
 
 import pytest
@@ -23,7 +24,7 @@ from agents.llm.anthropic_adapter import (
     AnthropicStreamParser,
     arguments_to_input,
 )
-from agents.llm.openai_adapter import OpenAIStreamParser
+from agents.llm.openai_adapter import OpenAIStreamParser, parse_openai_completion
 from compaction.core.types import Message, ToolCall
 
 TOOL = ToolSpec(
@@ -313,3 +314,73 @@ def test_anthropic_parser_counts_cached_input_and_needs_a_stop() -> None:
         )
     )
     assert parser.finish() == [UsageReport(115, 7), StreamEnd("end_turn")]
+
+
+def test_anthropic_parser_accepts_message_stop_without_a_stop_reason() -> None:
+    parser = AnthropicStreamParser()
+    start = NS(type="content_block_start", index=0, content_block=NS(type="text", text="Hi"))
+    assert parser.feed(start) == [TextDelta("Hi")]  # gateways that open a block with text
+    parser.feed(NS(type="message_stop"))
+    assert parser.finish() == [StreamEnd("end_turn")]
+
+
+def test_anthropic_blank_text_is_never_sent() -> None:
+    messages = (
+        Message("system", "  "),
+        Message("user", "hi"),
+        Message("assistant", " \n", tool_calls=(ToolCall("t1", "f"),)),
+        Message("tool", "  ", tool_call_id="t1"),
+        Message("user", "\t"),
+    )
+    params = build_anthropic_params(LLMRequest(messages=messages), config("anthropic"))
+    assert "system" not in params
+    assert params["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]},
+    ]
+
+
+def test_openai_parser_without_indexes_groups_fragments_by_id() -> None:
+    parser = OpenAIStreamParser("openai_compatible")
+
+    def chunk(id: str | None, name: str | None, args: str, finish: str | None = None) -> NS:
+        piece = NS(index=None, id=id, function=NS(name=name, arguments=args))
+        delta = NS(content=None, tool_calls=[piece])
+        return NS(usage=None, choices=[NS(index=0, delta=delta, finish_reason=finish)])
+
+    parser.feed(chunk("a", "read", '{"p":'))
+    parser.feed(chunk(None, None, " 1}"))
+    parser.feed(chunk("b", "write", "{}"))
+    parser.feed(chunk("b", None, "", finish="tool_calls"))
+    assert parser.finish() == [
+        ToolCallReady(ToolCall("a", "read", '{"p": 1}')),
+        ToolCallReady(ToolCall("b", "write", "{}")),
+        StreamEnd("tool_use"),
+    ]
+
+
+def test_openai_completion_tool_call_without_id_gets_one() -> None:
+    call = NS(id=None, function=NS(name="read", arguments=""))
+    completion = NS(
+        choices=[NS(message=NS(content=None, tool_calls=[call]), finish_reason="tool_calls")],
+        usage=None,
+    )
+    parsed = parse_openai_completion(completion)
+    assert parsed.tool_calls == (ToolCall("call_0", "read", "{}"),)
+    assert (parsed.text, parsed.usage, parsed.stop_reason) == ("", None, "tool_use")
+
+
+def test_llm_error_survives_pickling() -> None:
+    error = LLMError("rate_limited", "Slow down", status=429, provider="openai", cause="X")
+    clone = pickle.loads(pickle.dumps(error))
+    assert (clone.reason, clone.message, clone.status, clone.provider, clone.cause) == (
+        "rate_limited",
+        "Slow down",
+        429,
+        "openai",
+        "X",
+    )

@@ -1,3 +1,5 @@
+"""Context windows, channel config validation, LLMError basics."""
+
 from __future__ import annotations
 
 import pytest

@@ -15,6 +15,12 @@ Usage::
 
 Each request takes the next scripted item (FIFO, shared by both wires); when the
 queue is empty, ``server.responder(body, wire)`` decides (default: ``Reply("ok")``).
+Items: ``Reply`` (text, tool calls, usage, chunking, pacing), ``Empty``, ``Fail``
+(HTTP status), ``Hang`` (client timeouts), ``NonJSON``, ``Disconnect`` (dropped
+mid-answer), ``StreamError`` (an error event inside a 200 stream).
+
+Like the real API under ``anthropic-version: 2026-10-21``, the Anthropic endpoint
+answers 400 to ``temperature`` / ``top_p`` / ``top_k`` (the script is not consumed).
 
 Streaming responses use chunked transfer encoding with ``Connection: close``, one
 HTTP chunk per SSE event, so a ``Disconnect`` is seen by the client as an
@@ -109,13 +115,26 @@ class Disconnect:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamError:
+    """A 200 stream that reports an error after ``after_events`` events.
+
+    Anthropic sends ``event: error`` (e.g. ``overloaded_error``); OpenAI-style servers a
+    ``data: {"error": …}`` chunk. A non-streamed request gets the matching HTTP error.
+    """
+
+    kind: str = "overloaded_error"
+    message: str = "Overloaded"
+    after_events: int = 2
+
+
+@dataclass(frozen=True, slots=True)
 class Empty:
     """A successful answer with no text and no tool calls."""
 
     input_tokens: int | None = None
 
 
-Action = Reply | Fail | Hang | NonJSON | Disconnect | Empty
+Action = Reply | Fail | Hang | NonJSON | Disconnect | StreamError | Empty
 Responder = Callable[[dict[str, Any], str], Action]
 
 
@@ -521,6 +540,8 @@ class _Responder:
                 self._non_json(action)
             elif isinstance(action, Disconnect):
                 self._disconnect(action)
+            elif isinstance(action, StreamError):
+                self._stream_error(action)
             else:
                 raise TypeError(f"Unknown script item {action!r}")
         except (BrokenPipeError, ConnectionResetError):
@@ -597,6 +618,32 @@ class _Responder:
             self.h._write_chunk(f"data: {item.body}\n\n".encode())
         self.h._end_stream()
 
+    def _stream_error(self, item: StreamError) -> None:
+        if self.wire == "anthropic":
+            payload = {"type": "error", "error": {"type": item.kind, "message": item.message}}
+        else:
+            payload = {"error": {"message": item.message, "type": item.kind, "code": None}}
+        if not self.streaming:
+            status = _STATUS_FOR_KIND.get(item.kind, 500)
+            self._fail(Fail(status=status, body=payload))
+            return
+        reply = Reply(text="partial answer before the error", chunk_size=8)
+        events = (
+            _openai_events(self, reply, 10, 10)
+            if self.wire == "openai"
+            else _anthropic_events(self, reply, 10, 10)
+        )
+        self.h._start_stream()
+        for index, event in enumerate(events):
+            if index >= item.after_events:
+                break
+            self.h._write_chunk(event)
+        if self.wire == "anthropic":
+            self.h._write_chunk(_sse("error", payload))
+        else:
+            self.h._write_chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+        self.h._end_stream()
+
     def _disconnect(self, item: Disconnect) -> None:
         reply = Reply(text=item.text, chunk_size=8)
         if not self.streaming:
@@ -621,6 +668,13 @@ class _Responder:
             self.h._write_chunk(event)
         self.h._drop()
 
+
+_STATUS_FOR_KIND = {
+    "overloaded_error": 529,
+    "rate_limit_error": 429,
+    "authentication_error": 401,
+    "invalid_request_error": 400,
+}
 
 # ---------------------------------------------------------------------------
 # OpenAI wire
