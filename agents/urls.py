@@ -8,4 +8,8 @@ app_name = "chat"
 
 urlpatterns = [
     path("", views.session_list, name="index"),
+    path("new/", views.session_new, name="new"),
+    path("<uuid:session_id>/", views.session_detail, name="session"),
+    path("<uuid:session_id>/messages/", views.session_messages, name="messages"),
+    path("<uuid:session_id>/summary/<int:message_id>/", views.summary_detail, name="summary"),
 ]

@@ -11,4 +11,5 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("chat/", include("agents.urls")),
+    path("", include("agents.config_urls")),
 ]

@@ -1,0 +1,82 @@
+"""Writes behind the configuration pages: model channels and an agent's settings.
+
+Keyword-only and typed; they take validated values and know nothing about HTTP.
+The API key is write-only: a blank value keeps the stored key, and it is never
+returned by anything here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents.models import Agent, ModelChannel
+from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
+
+CHANNEL_FIELDS = (
+    "name",
+    "provider",
+    "base_url",
+    "model",
+    "context_window",
+    "is_auxiliary",
+    "enabled",
+)
+AGENT_FIELDS = (
+    "name",
+    "system_prompt",
+    "model_channel",
+    "auxiliary_model_channel",
+    "compaction_strategy",
+    "compaction_threshold_percent",
+    "compaction_protect_first_n",
+)
+
+
+def agent_editable(*, user: Any, agent: Agent) -> bool:
+    """Staff edit every agent; other users only their own (a shared agent is staff's)."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return bool(user.is_staff) or (agent.owner_id is not None and agent.owner_id == user.pk)
+
+
+def agent_update(*, agent: Agent, **fields: Any) -> Agent:
+    """Change the given settings (unknown names are ignored) and save."""
+    changed = [name for name in fields if name in AGENT_FIELDS]
+    for name in changed:
+        setattr(agent, name, fields[name])
+    agent.full_clean()
+    agent.save()
+    return agent
+
+
+def channel_create(*, api_key: str = "", **fields: Any) -> ModelChannel:
+    values = {k: v for k, v in fields.items() if k in CHANNEL_FIELDS}
+    channel = ModelChannel(api_key=(api_key or "").strip(), **values)
+    channel.full_clean()
+    channel.save()
+    return channel
+
+
+def channel_update(
+    *, channel: ModelChannel, api_key: str | None = None, clear_api_key: bool = False, **fields: Any
+) -> ModelChannel:
+    """Change the given fields; a blank or absent ``api_key`` keeps the stored key."""
+    for name, value in fields.items():
+        if name in CHANNEL_FIELDS:
+            setattr(channel, name, value)
+    if clear_api_key:
+        channel.api_key = ""
+    elif api_key and api_key.strip():
+        channel.api_key = api_key.strip()
+    channel.full_clean()
+    channel.save()
+    return channel
+
+
+def default_auxiliary_channel() -> ModelChannel | None:
+    """The system default auxiliary channel (dictionary ``netaclaw.default_auxiliary_channel_id``)."""
+    raw = dict_value(type_key=NETACLAW_TYPE_KEY, name=DEFAULT_AUXILIARY_CHANNEL)
+    try:
+        return ModelChannel.objects.filter(pk=int(raw or "")).first()
+    except ValueError:
+        return None

@@ -1,0 +1,428 @@
+"""Fill empty msgstr entries of our .po files from the tables below (run after makemessages).
+
+    .venv/bin/python manage.py makemessages -l zh_Hans -l en --ignore=.venv --ignore=var --ignore=tests
+    .venv/bin/python locale/fill_translations.py
+    .venv/bin/python manage.py compilemessages --ignore=.venv
+
+The tables are authoritative (they overwrite what is in the .po files, and msgmerge's
+fuzzy guesses are dropped); the seed's Chinese wording
+(context-compaction-design.md §8) is used verbatim where the seed has one.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+ZH: dict[str, str | list[str]] = {
+    # --- seed §8.1 token bar and status line ---
+    "Auto-compaction threshold %(threshold)s%%": "自动压缩阈值 %(threshold)s%%",
+    "Compacting context...": "正在压缩上下文...",
+    "%(used)s/%(max)s tokens · threshold %(threshold)s%% · compacted %(counter)s time": [
+        "%(used)s/%(max)s tokens · 阈值 %(threshold)s%% · 已压缩 %(counter)s 次"
+    ],
+    "Input %(input)s · output %(output)s · tools %(tool)s tokens · %(calls)s API calls": (
+        "输入 %(input)s · 输出 %(output)s · 工具 %(tool)s tokens · %(calls)s 次 API 调用"
+    ),
+    "The context figure is partly estimated (4 characters per token).": (
+        "上下文用量含估算部分（按每 4 个字符 1 个 token 估算）。"
+    ),
+    "Context window usage": "上下文用量",
+    "%(used)s of %(max)s tokens (%(percent)s%%)": "已用 %(used)s / %(max)s tokens（%(percent)s%%）",
+    "Compact the context now": "立即压缩上下文",
+    # --- seed §8.3 bubbles and drawer ---
+    "Context compacted · removed %(counter)s message · saved %(percent)s%% tokens": [
+        "上下文已压缩 · 移除 %(counter)s 条消息 · 节省 %(percent)s%% token"
+    ],
+    "View summary": "查看摘要",
+    "Compaction failed: %(error)s": "压缩失败：%(error)s",
+    "You can continue the conversation or": "可继续原对话或",
+    "start a new chat": "开新对话",
+    "Compaction summary": "压缩摘要",
+    "Close": "关闭",
+    "Written %(when)s; replaces %(counter)s earlier message.": [
+        "生成于 %(when)s，替代了 %(counter)s 条早期消息。"
+    ],
+    "A later compaction has folded it into a newer summary.": "之后的压缩已将它并入更新的摘要。",
+    "Summary of the earlier conversation": "早期对话摘要",
+    "The model sees this hand-off summary instead of the compacted messages.": (
+        "模型看到的是这份交接摘要，而不是已压缩的原始消息。"
+    ),
+    # --- seed §8.4 history views ---
+    "Showing the full history (including compacted messages)": "当前显示完整历史（含已压缩消息）",
+    "Switch back to the compacted view": "切换回压缩视图",
+    "History view": "历史视图",
+    "Compacted": "压缩",
+    "Full": "完整",
+    "Full history shown; switch to the compacted view": "当前为完整历史，切换到压缩视图",
+    "Full / compacted: switch to the compacted view": "完整/压缩：切换到压缩视图",
+    "Compacted view; show the full history": "当前为压缩视图，查看完整历史",
+    "Full / compacted: show the full history": "完整/压缩：查看完整历史",
+    "compacted": "已压缩",
+    "pruned": "已裁剪",
+    # --- seed §8.5 agent page ---
+    "Context compaction": "上下文压缩",
+    "Auxiliary model": "辅助模型",
+    "Inherit the system default": "继承全局默认",
+    "Only channels marked as usable as auxiliary model are listed.": "仅列出标记为「可作为辅助模型」的渠道。",
+    "Compaction strategy": "压缩策略",
+    "More strategies are in development": "更多策略开发中",
+    "Lossy summary": "有损摘要（lossy）",
+    "Trigger threshold": "触发阈值",
+    "Protected head": "保护头部",
+    "Leave blank to inherit the system-level setting.": "留空 = 继承系统级配置",
+    "30%%–95%%, in steps of 5%%. Automatic compaction starts when the context reaches this share of the model's window.": (
+        "30%%–95%%，步进 5%%。上下文占用达到模型窗口的这一比例时自动压缩。"
+    ),
+    "1–10 messages at the start of the chat are never compacted.": "对话开头的 1–10 条消息永远不会被压缩。",
+    "The trigger threshold must be between 30% and 95%, in steps of 5%.": (
+        "触发阈值必须在 30% 到 95% 之间，步进 5%。"
+    ),
+    "Enter the trigger threshold as a whole number between 30 and 95.": "请输入 30 到 95 之间的整数作为触发阈值。",
+    "Enter the protected head as a whole number between 1 and 10.": "请输入 1 到 10 之间的整数作为保护头部。",
+    "The protected head must be between 1 and 10 messages.": "保护头部必须在 1 到 10 条消息之间。",
+    "The system default is 「%(name)s」.": "全局默认为「%(name)s」。",
+    "No system default is configured yet: compaction fails until one is chosen here or set as the system default.": (
+        "尚未配置全局默认辅助模型：在此选择一个或设置全局默认之前，压缩会失败。"
+    ),
+    # --- seed §8.6 channels ---
+    "Usable as auxiliary model": "可作为辅助模型",
+    "usable as auxiliary model": "可作为辅助模型",
+    "Ticked channels appear in the agent page's auxiliary model list.": (
+        "勾选后该渠道出现在 Agent 编辑页「辅助模型」下拉中。"
+    ),
+    "Model channels": "模型渠道",
+    "Model channel": "模型渠道",
+    "model channel": "模型渠道",
+    "model channels": "模型渠道",
+    "Add a model channel": "添加模型渠道",
+    "Edit model channel 「%(name)s」": "编辑模型渠道「%(name)s」",
+    "Manage model channels": "管理模型渠道",
+    "Endpoint": "端点",
+    "Provider": "提供商",
+    "provider": "提供商",
+    "Base URL": "Base URL",
+    "base URL": "Base URL",
+    "Model": "模型",
+    "model": "模型",
+    "Context window (tokens)": "上下文窗口（tokens）",
+    "context window (tokens)": "上下文窗口（tokens）",
+    "Leave blank to use the known window of the model.": "留空则使用该模型已知的窗口大小。",
+    "API key": "API Key",
+    "key set": "已设置密钥",
+    "no key": "未设置密钥",
+    "A key is set. Leave blank to keep it.": "已设置密钥。留空则保持不变。",
+    "Not set. Needed for Anthropic, OpenAI and DeepSeek; local servers usually need none.": (
+        "未设置。Anthropic、OpenAI 和 DeepSeek 需要密钥；本地服务通常不需要。"
+    ),
+    "Remove the stored key": "删除已保存的密钥",
+    "This provider needs an API key.": "该提供商需要 API Key。",
+    "Required for OpenAI-compatible servers, e.g. Ollama http://127.0.0.1:11434/v1 or vLLM http://127.0.0.1:8000/v1. Optional for the others (a proxy).": (
+        "OpenAI 兼容服务必填，例如 Ollama http://127.0.0.1:11434/v1 或 vLLM http://127.0.0.1:8000/v1；其他提供商可选（代理）。"
+    ),
+    "An OpenAI-compatible channel needs a base URL, e.g. http://127.0.0.1:11434/v1 for Ollama.": (
+        "OpenAI 兼容渠道必须填写 Base URL，例如 Ollama 的 http://127.0.0.1:11434/v1。"
+    ),
+    "OpenAI-compatible (Ollama, vLLM, …)": "OpenAI 兼容（Ollama、vLLM 等）",
+    "Enabled": "启用",
+    "enabled": "启用",
+    "Use": "用途",
+    "system default auxiliary": "全局默认辅助模型",
+    "No model channel yet.": "还没有模型渠道。",
+    "A channel is a model endpoint: an Anthropic, OpenAI or DeepSeek key, or an OpenAI-compatible server such as Ollama (http://127.0.0.1:11434/v1) or vLLM (http://127.0.0.1:8000/v1). Keys are stored on the server and never shown again.": (
+        "渠道就是一个模型端点：Anthropic、OpenAI 或 DeepSeek 的 API Key，或 OpenAI 兼容服务，如 Ollama（http://127.0.0.1:11434/v1）或 vLLM（http://127.0.0.1:8000/v1）。密钥只保存在服务器上，不会再次显示。"
+    ),
+    "Model channel created.": "模型渠道已创建。",
+    "Model channel saved.": "模型渠道已保存。",
+    "Only staff can manage model channels.": "只有管理员可以管理模型渠道。",
+    "No such model channel.": "没有这个模型渠道。",
+    "Write-only. Leave blank to keep the stored key.": "只写字段。留空则保留已保存的密钥。",
+    "Write-only. Blank or absent on update keeps the stored key.": "只写字段。更新时留空或不传则保留已保存的密钥。",
+    "base_url is required for the openai_compatible provider.": "openai_compatible 提供商必须填写 base_url。",
+    "%(value)r is not the id of a model channel.": "%(value)r 不是模型渠道的 ID。",
+    # --- no model channel help ---
+    "「%(name)s」 has no model channel yet, so it cannot answer.": "「%(name)s」还没有配置模型渠道，暂时无法回答。",
+    "Add a channel with an Anthropic, OpenAI or DeepSeek API key, or point it at an OpenAI-compatible local server such as Ollama (http://127.0.0.1:11434/v1) or vLLM (http://127.0.0.1:8000/v1), then choose it on the agent's page.": (
+        "添加一个模型渠道：填入 Anthropic、OpenAI 或 DeepSeek 的 API Key，或连接 OpenAI 兼容的本地服务，如 Ollama（http://127.0.0.1:11434/v1）或 vLLM（http://127.0.0.1:8000/v1），然后在 Agent 页面选择它。"
+    ),
+    "Edit the agent": "编辑 Agent",
+    "Ask an administrator to add a model channel.": "请联系管理员添加模型渠道。",
+    # --- chat page ---
+    "Chats": "对话",
+    "Your chats": "你的对话",
+    "New chat": "新对话",
+    "Agent": "Agent",
+    "agent": "Agent",
+    "agents": "Agent",
+    "Agents": "Agent",
+    "No agent available": "没有可用的 Agent",
+    "No chats yet.": "还没有对话。",
+    "Recent chats": "最近的对话",
+    "Title": "标题",
+    "title": "标题",
+    "Updated": "更新时间",
+    "Compactions": "压缩次数",
+    "compactions": "压缩次数",
+    "Pick an agent and start a new chat. Long conversations are compacted automatically when they near the model's context window; type /compact to compact at any time.": (
+        "选择一个 Agent 开始新对话。长对话接近模型上下文窗口时会自动压缩；也可以随时输入 /compact 手动压缩。"
+    ),
+    "No agent is available to you yet.": "你还没有可用的 Agent。",
+    "Create one in the admin.": "在管理后台创建一个。",
+    "Choose one of your agents.": "请选择一个可用的 Agent。",
+    "Choose one of your agents to start a chat.": "请选择一个可用的 Agent 来开始对话。",
+    "Message": "输入消息",
+    "Messages": "消息",
+    "Send": "发送",
+    "Enter to send, Shift+Enter for a new line; /compact [focus] compacts the context": (
+        "Enter 发送，Shift+Enter 换行；/compact [重点] 压缩上下文"
+    ),
+    "Unknown command __NAME__. Available: /compact [focus]": "未知命令 __NAME__。可用命令：/compact [重点]",
+    "Type a message first.": "请先输入消息。",
+    "Compaction requested.": "已请求压缩。",
+    "Say hello — or type /compact at any time to compact the context.": (
+        "打个招呼吧——也可以随时输入 /compact 压缩上下文。"
+    ),
+    "Load earlier messages": "加载更早的消息",
+    "Tool result": "工具结果",
+    "Tool call": "工具调用",
+    "error": "出错",
+    "Thinking…": "思考中…",
+    "Agent settings": "Agent 设置",
+    "Connecting…": "连接中…",
+    "Connected": "已连接",
+    "Disconnected, reconnecting…": "连接已断开，正在重连…",
+    "Dismiss": "关闭",
+    "Back to the chat": "返回对话",
+    "No such chat.": "没有这个对话。",
+    "No such message.": "没有这条消息。",
+    "No such summary.": "没有这份摘要。",
+    "No such session.": "没有这个会话。",
+    "No such agent.": "没有这个 Agent。",
+    "A compaction of this session is already running; try again shortly.": "该会话已有压缩正在进行，请稍后再试。",
+    "The compaction failed.": "压缩失败。",
+    "auto-compaction paused": "自动压缩已暂停",
+    # --- agents pages ---
+    "Name": "名称",
+    "name": "名称",
+    "System prompt": "系统提示",
+    "system prompt": "系统提示",
+    "— none (the agent cannot answer) —": "— 无（Agent 无法回答）—",
+    "Edit agent 「%(name)s」": "编辑 Agent「%(name)s」",
+    "Basics": "基本信息",
+    "Save": "保存",
+    "Cancel": "取消",
+    "Edit": "编辑",
+    "New agent (admin)": "新建 Agent（管理后台）",
+    "Actions": "操作",
+    "shared": "共享",
+    "none": "无",
+    "system default": "全局默认",
+    "new": "新建",
+    "Agent saved.": "Agent 已保存。",
+    "Only staff can change a shared agent.": "只有管理员可以修改共享 Agent。",
+    "Only staff can share an agent with everyone.": "只有管理员可以把 Agent 共享给所有人。",
+    "Blank: shared with every user.": "留空：所有用户共享。",
+    "auxiliary model channel": "辅助模型渠道",
+    "Blank: inherit the system default.": "留空：继承全局默认。",
+    "compaction strategy": "压缩策略",
+    "compaction threshold (%)": "压缩阈值（%）",
+    "protected head messages": "保护头部消息数",
+    "Agent %(id)s does not exist or is not available to you.": "Agent %(id)s 不存在或你无权使用。",
+    "A channel marked usable as auxiliary model; null inherits the default.": (
+        "一个标记为可作为辅助模型的渠道；为空则继承全局默认。"
+    ),
+    "Channel %(id)s is not marked usable as auxiliary model.": "渠道 %(id)s 未标记为可作为辅助模型。",
+    "{field} must be between {low} and {high}.": "{field} 必须在 {low} 到 {high} 之间。",
+    "Optional focus for the summary, at most 2000 characters.": "可选的摘要重点，最多 2000 个字符。",
+    "Unknown view %(view)r; use 'compacted' or 'full'.": "未知视图 %(view)r；请使用 'compacted' 或 'full'。",
+    "Invalid request body.": "请求体无效。",
+    "An entry named %(name)s already exists.": "已存在名为 %(name)s 的条目。",
+    "No such dictionary entry.": "没有这个字典条目。",
+    "Agents and chats": "Agent 与对话",
+    # --- models ---
+    "chat session": "对话",
+    "chat sessions": "对话",
+    "system": "系统",
+    "user": "用户",
+    "assistant": "助手",
+    "tool": "工具",
+    "message": "消息",
+    "messages": "消息",
+    "content": "内容",
+    "System": "系统",
+    "key": "键",
+    "dictionary type": "字典类型",
+    "dictionary types": "字典类型",
+    "value": "值",
+    "remark": "备注",
+    "dictionary entry": "字典条目",
+    "dictionary entries": "字典条目",
+    # --- shell ---
+    "Simplified Chinese": "简体中文",
+    "English": "English",
+    "Main": "主导航",
+    "Admin": "管理后台",
+    "Language": "语言",
+    "Switch": "切换",
+    "Log out": "退出登录",
+    "Logged out": "已退出登录",
+    "Log in again": "重新登录",
+    "Log in": "登录",
+    "Your user name and password didn't match. Please try again.": "用户名或密码不正确，请重试。",
+    "User name": "用户名",
+    "Password": "密码",
+    "The first run of make run prints the local admin account on the console (also kept in var/admin-credentials.txt).": (
+        "首次运行 make run 时会在控制台打印本地管理员账号（也保存在 var/admin-credentials.txt）。"
+    ),
+}
+
+# The page's own wording for the gateway's error reasons (channels_app.html_encoder).
+ZH.update(
+    {
+        "chat page\x04This agent has no model channel yet, so it cannot answer. Add one (an Anthropic, OpenAI or DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) and choose it on the agent's page.": (
+            "此 Agent 还没有配置模型渠道，暂时无法回答。请添加一个模型渠道（Anthropic、OpenAI 或 DeepSeek 的 API Key，或 Ollama、vLLM 等 OpenAI 兼容服务），并在 Agent 页面选择它。"
+        ),
+        "chat page\x04The system prompt is too long: it alone exceeds the compaction threshold. Shorten it on the agent's page.": (
+            "系统提示过长：仅系统提示就已超过压缩阈值，请在 Agent 页面精简。"
+        ),
+        "chat page\x04The agent stopped after its step limit; send a message to continue.": (
+            "Agent 已达到步数上限而停止；发送消息即可继续。"
+        ),
+        "chat page\x04Something went wrong on the server; the chat can go on.": (
+            "服务器出错了，对话可以继续。"
+        ),
+        "chat page\x04A compaction of this session is already in progress; this request was skipped.": (
+            "该会话已有压缩正在进行，本次请求已跳过。"
+        ),
+        "Choose an auxiliary model on the agent's page, or set the system default auxiliary model.": (
+            "请在 Agent 页面选择辅助模型，或设置全局默认辅助模型。"
+        ),
+    }
+)
+
+# Protocol strings the gateway sends to programs on the JSON socket stay English (its tests
+# read them); the chat page shows its own wording for them (the "chat page" context above).
+UNTRANSLATED = {
+    "This agent has no model channel yet. Add one (an Anthropic, OpenAI or DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) on the model channel page, then choose it on the agent's page.",
+    "Something went wrong on the server; the chat can go on.",
+    "The agent stopped after its step limit; send a message to continue.",
+    "A compaction of this session is already in progress; this request was skipped.",
+    "系统提示过长：the system prompt alone exceeds the compaction threshold; shorten it on the agent's page.",
+}
+
+# English msgids are their own translation, except where the msgid is not English.
+EN: dict[str, str | list[str]] = {
+    "系统提示过长：the system prompt alone exceeds the compaction threshold; shorten it on the agent's page.": (
+        "The system prompt is too long: it alone exceeds the compaction threshold; shorten it "
+        "on the agent's page."
+    ),
+}
+
+_ENTRY_KEY = re.compile(r'^(msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?) "(.*)"$')
+
+
+def _quote(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _parse(lines: list[str]) -> list[dict]:
+    entries: list[dict] = []
+    current: dict = {"comments": [], "fields": {}}
+    key = None
+    for raw in [*lines, ""]:
+        line = raw.rstrip("\n")
+        if not line.strip():
+            if current["fields"] or current["comments"]:
+                entries.append(current)
+            current, key = {"comments": [], "fields": {}}, None
+            continue
+        if line.startswith("#"):
+            current["comments"].append(line)
+            continue
+        match = _ENTRY_KEY.match(line)
+        if match:
+            key = match.group(1)
+            current["fields"][key] = match.group(2)
+        elif line.startswith('"') and key:
+            current["fields"][key] += line[1:-1]
+    return entries
+
+
+def _decode(value: str) -> str:
+    return value.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+
+
+def _write(entries: list[dict]) -> str:
+    out: list[str] = []
+    for entry in entries:
+        out.extend(entry["comments"])
+        for key, value in entry["fields"].items():
+            if key == "msgstr" and not entry["fields"].get("msgid"):  # header: multi-line
+                out.append('msgstr ""')
+                out.extend(f'"{part}\\n"' for part in value.split("\\n") if part)
+            else:
+                out.append(f'{key} "{value}"')
+        out.append("")
+    return "\n".join(out)
+
+
+def _unfuzzy(comment: str) -> str:
+    if not comment.startswith("#,"):
+        return comment
+    flags = [f.strip() for f in comment[2:].split(",") if f.strip() and f.strip() != "fuzzy"]
+    return "#, " + ", ".join(flags) if flags else "#,"
+
+
+def fill(path: Path, table: dict[str, str | list[str]], language: str, plurals: str) -> list[str]:
+    entries = _parse(path.read_text(encoding="utf-8").splitlines())
+    missing: list[str] = []
+    for entry in entries:
+        fields = entry["fields"]
+        msgid = _decode(fields.get("msgid", ""))
+        context = _decode(fields.get("msgctxt", ""))
+        if not msgid:  # header
+            entry["comments"] = [c for c in entry["comments"] if c != "#, fuzzy"]
+            header = fields["msgstr"]
+            header = re.sub(r"Language: [^\\]*\\n", f"Language: {language}\\\\n", header)
+            header = re.sub(r"Plural-Forms: [^\\]*\\n", f"Plural-Forms: {plurals}\\\\n", header)
+            header = header.replace(
+                "Project-Id-Version: PACKAGE VERSION", "Project-Id-Version: NetaClaw"
+            )
+            fields["msgstr"] = header
+            continue
+        fuzzy = any(c.startswith("#,") and "fuzzy" in c for c in entry["comments"])
+        entry["comments"] = [_unfuzzy(c) for c in entry["comments"] if not c.startswith("#|")]
+        entry["comments"] = [c for c in entry["comments"] if c != "#,"]
+        translation = table.get(f"{context}\x04{msgid}" if context else msgid)
+        plural_keys = sorted(k for k in fields if k.startswith("msgstr["))
+        keys = plural_keys or ["msgstr"]
+        if translation is None:
+            if fuzzy:  # msgmerge's guess from a similar msgid: never ship it
+                for k in keys:
+                    fields[k] = ""
+            if table is not EN and msgid in UNTRANSLATED:
+                for k in keys:
+                    fields[k] = ""
+            elif table is not EN and not all(fields[k] for k in keys):
+                missing.append(msgid)
+            continue
+        forms = translation if isinstance(translation, list) else [translation]
+        for i, k in enumerate(keys):
+            fields[k] = _quote(forms[min(i, len(forms) - 1)])
+    path.write_text(_write(entries), encoding="utf-8")
+    return missing
+
+
+def main() -> int:
+    missing = fill(HERE / "zh_Hans/LC_MESSAGES/django.po", ZH, "zh_Hans", "nplurals=1; plural=0;")
+    fill(HERE / "en/LC_MESSAGES/django.po", EN, "en", "nplurals=2; plural=(n != 1);")
+    for msgid in missing:
+        print(f"untranslated (zh_Hans): {msgid!r}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
