@@ -1,0 +1,191 @@
+"""The HTML encoding of the server events (DESIGN 7), for the HTMX chat page.
+
+``render_event_html(event, language=…)`` returns one text frame whose top-level
+elements the htmx ws extension swaps out-of-band by id. It renders the same
+template partials as the page (``templates/chat/partials/``), so a live bubble and
+a reloaded one look the same. Everything is escaped by the templates except
+Markdown, which ``chat_markdown`` sanitizes. No database access: the consumer
+calls this from its event loop.
+
+Ids the page provides and the frames target:
+
+==========================  ========================================================
+``#messages``               ``beforeend``: stored messages (MessageStored, bubbles)
+``#stream-text``            ``beforeend``: streamed text (Delta); replaced empty when
+                            the assistant message is stored
+``#token-bar``              replaced (TokenUpdate): ``role="progressbar"``
+``#meter-status``           replaced (TokenUpdate): the status line's left side
+``#compaction-flag``        replaced (CompactionStart/Done/Failed): ``data-compacting``
+``#compaction-status``      replaced: holds the 「正在压缩上下文...」 bubble
+                            ``#compaction-pending`` while a compaction runs
+``#turn-status``            replaced (TurnDone, ErrorEvent): ``data-busy="false"``
+``#notices``                ``beforeend``: alerts (ErrorEvent, CompactionSkipped)
+==========================  ========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.html import escape
+from django.utils.translation import pgettext_lazy
+
+from agents.presentation import EventView, message_view, meter_view, saved_percent
+from agents.services import SYSTEM_TYPE_COMPACTION
+from channels_app.events import (
+    CompactionDone,
+    CompactionFailed,
+    CompactionSkipped,
+    CompactionStart,
+    Delta,
+    ErrorEvent,
+    MessageStored,
+    ServerEvent,
+    TokenUpdate,
+    TurnDone,
+)
+
+PARTIALS = "chat/partials/"
+
+# The page shows these in its own language, whatever language the gateway wrote the
+# event's ``error`` in (the JSON socket sends that text to programs unchanged).
+LOCALIZED_ERRORS = {
+    "no_model_channel": pgettext_lazy(
+        "chat page",
+        "This agent has no model channel yet, so it cannot answer. Add one (an Anthropic, "
+        "OpenAI or DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) and "
+        "choose it on the agent's page."
+    ),
+    "system_prompt_too_long": pgettext_lazy(
+        "chat page",
+        "The system prompt is too long: it alone exceeds the compaction threshold. Shorten it "
+        "on the agent's page."
+    ),
+    "step_limit": pgettext_lazy("chat page", "The agent stopped after its step limit; send a message to continue."),
+    "internal_error": pgettext_lazy("chat page", "Something went wrong on the server; the chat can go on."),
+    "in_progress": pgettext_lazy(
+        "chat page",
+        "A compaction of this session is already in progress; this request was skipped."
+    ),
+}
+
+
+def localized_error(reason: str | None, error: str) -> str:
+    message = LOCALIZED_ERRORS.get(reason or "")
+    return str(message) if message is not None else error
+
+
+def _render(name: str, context: dict[str, Any]) -> str:
+    return render_to_string(PARTIALS + name, context)
+
+
+def _append(target_id: str, inner: str) -> str:
+    return f'<div id="{target_id}" hx-swap-oob="beforeend">{inner}</div>'
+
+
+def _compaction_state(compacting: bool) -> str:
+    context = {"compacting": compacting, "oob": True}
+    return _render("compaction_status.html", context) + _render("compaction_flag.html", context)
+
+
+def _message(event: MessageStored) -> str:
+    view = message_view(event.message)
+    html = _append("messages", _render("message.html", {"m": view, "session_id": event.session_id}))
+    if view.kind == "assistant":
+        html += _render("stream.html", {"oob": True})
+    return html
+
+
+def _delta(event: Delta) -> str:
+    return _append("stream-text", escape(event.text))
+
+
+def _token_update(event: TokenUpdate) -> str:
+    context = {"meter": meter_view(event), "oob": True}
+    return _render("token_bar.html", context) + _render("meter_status.html", context)
+
+
+def _compaction_start(event: CompactionStart) -> str:
+    return _compaction_state(True)
+
+
+def _stored_bubble(session_id: str, stored: dict[str, Any] | None, fallback: EventView) -> str:
+    if stored:
+        return _render("message.html", {"m": message_view(stored), "session_id": session_id})
+    return _render("event_bubble.html", {"event": fallback, "m": None, "session_id": session_id})
+
+
+def _compaction_done(event: CompactionDone) -> str:
+    fallback = EventView(
+        system_type=SYSTEM_TYPE_COMPACTION,
+        status="done",
+        removed_count=event.removed_count,
+        saved_percent=saved_percent(event.tokens_before, event.tokens_after),
+        tokens_before=event.tokens_before,
+        tokens_after=event.tokens_after,
+        error="",
+        reason="",
+        summary_message_id=event.summary_message_id,
+    )
+    bubble = _stored_bubble(event.session_id, event.event_message, fallback)
+    return _compaction_state(False) + _append("messages", bubble)
+
+
+def _compaction_failed(event: CompactionFailed) -> str:
+    fallback = EventView(
+        system_type=SYSTEM_TYPE_COMPACTION,
+        status="failed",
+        removed_count=0,
+        saved_percent=0,
+        tokens_before=None,
+        tokens_after=None,
+        error=event.error,
+        reason=event.reason or "",
+        summary_message_id=None,
+    )
+    bubble = _stored_bubble(event.session_id, event.event_message, fallback)
+    return _compaction_state(False) + _append("messages", bubble)
+
+
+def _notice(error: str, reason: str | None, level: str) -> str:
+    context = {"error": localized_error(reason, error), "reason": reason, "level": level}
+    return _append("notices", _render("notice.html", context))
+
+
+def _compaction_skipped(event: CompactionSkipped) -> str:
+    return _notice(event.error, event.reason, "info")
+
+
+def _turn_done(event: TurnDone) -> str:
+    return _render("turn_status.html", {"busy": False, "oob": True})
+
+
+def _error(event: ErrorEvent) -> str:
+    return _notice(event.error, event.reason, "error") + _render(
+        "turn_status.html", {"busy": False, "oob": True}
+    )
+
+
+_RENDERERS: dict[type, Callable[[Any], str]] = {
+    MessageStored: _message,
+    Delta: _delta,
+    TokenUpdate: _token_update,
+    CompactionStart: _compaction_start,
+    CompactionDone: _compaction_done,
+    CompactionFailed: _compaction_failed,
+    CompactionSkipped: _compaction_skipped,
+    TurnDone: _turn_done,
+    ErrorEvent: _error,
+}
+
+
+def render_event_html(event: ServerEvent, *, language: str) -> str:
+    """One HTML frame for ``event``, in ``language`` (a code from settings.LANGUAGES)."""
+    renderer = _RENDERERS.get(type(event))
+    if renderer is None:
+        return ""
+    with translation.override(language):
+        return renderer(event)
