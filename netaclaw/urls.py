@@ -12,4 +12,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("chat/", include("agents.urls")),
     path("", include("agents.config_urls")),
+    path("api/", include("netaclaw.api_urls")),
 ]

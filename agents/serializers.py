@@ -1,0 +1,297 @@
+"""Request validation and response shapes of the REST API (CONTRACT §4).
+
+Serializers only validate and shape data; writes go through ``agents.services`` /
+``agents.api_services`` and visibility through ``agents.access``. A message is
+always serialized with ``agents.message_format.message_to_json`` (one shape for
+REST, WebSocket and export), never here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+from rest_framework import serializers
+
+from agents.access import agent_for_user
+from agents.models import Agent, ChatSession, CompactionStrategy, ModelChannel, Provider
+from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY
+from netaclaw.models import DictInfo
+
+THRESHOLD_MIN, THRESHOLD_MAX = 30, 95
+PROTECT_MIN, PROTECT_MAX = 1, 10
+INSTRUCTIONS_MAX_CHARS = 2000
+
+
+def _range_messages(field: str, low: int, high: int) -> dict[str, Any]:
+    message = format_lazy(
+        _("{field} must be between {low} and {high}."), field=field, low=low, high=high
+    )
+    return {"min_value": message, "max_value": message}
+
+
+class SharedField(serializers.BooleanField):
+    """``shared`` reads as "the agent has no owner"; writing it is the owner's choice."""
+
+    def get_attribute(self, instance: Agent) -> bool:
+        return instance.owner_id is None
+
+
+# --- sessions -------------------------------------------------------------------------
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ChatSession
+        fields = [
+            "id",
+            "agent",
+            "title",
+            "created_at",
+            "updated_at",
+            "compaction_count",
+            "auto_compaction_paused_reason",
+        ]
+        read_only_fields = fields
+
+
+class SessionCreateSerializer(serializers.Serializer):
+    """``{"agent": id, "title"?}``; the agent must be visible to the requesting user."""
+
+    agent = serializers.IntegerField()
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+    def validate_agent(self, value: int) -> Agent:
+        try:
+            return agent_for_user(user=self.context["request"].user, agent_id=value)
+        except LookupError as exc:
+            raise serializers.ValidationError(
+                _("Agent %(id)s does not exist or is not available to you.") % {"id": value}
+            ) from exc
+
+
+# --- compaction -----------------------------------------------------------------------
+
+
+class CompactRequestSerializer(serializers.Serializer):
+    instructions = serializers.CharField(
+        max_length=INSTRUCTIONS_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        help_text=_("Optional focus for the summary, at most 2000 characters."),
+    )
+
+    def validate_instructions(self, value: str | None) -> str | None:
+        return value or None
+
+
+class CompactResultSerializer(serializers.Serializer):
+    """The 200 answer of ``POST /api/sessions/<id>/compact/`` (documentation only)."""
+
+    removed_count = serializers.IntegerField()
+    summary_message_id = serializers.IntegerField(allow_null=True)
+    tokens_before = serializers.IntegerField()
+    tokens_after = serializers.IntegerField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """``{"error", "reason"}``: a message for people and a code for programs."""
+
+    error = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class MessageSerializer(serializers.Serializer):
+    """The shape ``agents.message_format.message_to_json`` produces (documentation only)."""
+
+    id = serializers.IntegerField()
+    role = serializers.ChoiceField(choices=["system", "user", "assistant", "tool"])
+    content = serializers.CharField()
+    position = serializers.IntegerField()
+    created_at = serializers.DateTimeField(allow_null=True)
+    compacted_at = serializers.DateTimeField(allow_null=True)
+    compacted_into = serializers.IntegerField(allow_null=True)
+    is_compaction_summary = serializers.BooleanField()
+    pruned = serializers.BooleanField()
+    metadata = serializers.DictField()
+    tool_calls = serializers.ListField(child=serializers.DictField(), required=False)
+    tool_call_id = serializers.CharField(required=False)
+
+
+# --- agents ---------------------------------------------------------------------------
+
+
+class AgentSerializer(serializers.ModelSerializer):
+    """An agent as its owner (or staff) edits it.
+
+    ``shared`` (read: no owner) may be set only by staff; a non-staff user's agents
+    are always their own.
+    """
+
+    shared = SharedField(required=False, default=False)
+    model_channel = serializers.PrimaryKeyRelatedField(
+        queryset=ModelChannel.objects.all(), allow_null=True, required=False
+    )
+    auxiliary_model_channel = serializers.PrimaryKeyRelatedField(
+        queryset=ModelChannel.objects.all(),
+        allow_null=True,
+        required=False,
+        help_text=_("A channel marked usable as auxiliary model; null inherits the default."),
+    )
+    compaction_strategy = serializers.ChoiceField(
+        choices=CompactionStrategy.choices, required=False, default=CompactionStrategy.LOSSY
+    )
+    compaction_threshold_percent = serializers.IntegerField(
+        min_value=THRESHOLD_MIN,
+        max_value=THRESHOLD_MAX,
+        required=False,
+        default=70,
+        error_messages=_range_messages(
+            "compaction_threshold_percent", THRESHOLD_MIN, THRESHOLD_MAX
+        ),
+    )
+    compaction_protect_first_n = serializers.IntegerField(
+        min_value=PROTECT_MIN,
+        max_value=PROTECT_MAX,
+        required=False,
+        default=3,
+        error_messages=_range_messages("compaction_protect_first_n", PROTECT_MIN, PROTECT_MAX),
+    )
+
+    class Meta:
+        model = Agent
+        fields = [
+            "id",
+            "name",
+            "system_prompt",
+            "owner",
+            "shared",
+            "model_channel",
+            "auxiliary_model_channel",
+            "compaction_strategy",
+            "compaction_threshold_percent",
+            "compaction_protect_first_n",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["id", "owner", "created_at", "updated_at"]
+
+    def validate_auxiliary_model_channel(self, value: ModelChannel | None) -> ModelChannel | None:
+        if value is not None and not value.is_auxiliary:
+            raise serializers.ValidationError(
+                _("Channel %(id)s is not marked usable as auxiliary model.") % {"id": value.pk}
+            )
+        return value
+
+    def validate_shared(self, value: bool) -> bool:
+        user = self.context["request"].user
+        if value and not user.is_staff:
+            raise serializers.ValidationError(_("Only staff can share an agent with everyone."))
+        return value
+
+
+# --- model channels -------------------------------------------------------------------
+
+
+class ModelChannelSerializer(serializers.ModelSerializer):
+    """A model endpoint. ``api_key`` is write-only: responses carry ``has_api_key``."""
+
+    api_key = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=500,
+        trim_whitespace=True,
+        style={"input_type": "password"},
+        help_text=_("Write-only. Blank or absent on update keeps the stored key."),
+    )
+    clear_api_key = serializers.BooleanField(
+        write_only=True,
+        required=False,
+        help_text=_("Write-only. True removes the stored key (on update)."),
+    )
+    has_api_key = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ModelChannel
+        fields = [
+            "id",
+            "name",
+            "provider",
+            "base_url",
+            "api_key",
+            "clear_api_key",
+            "has_api_key",
+            "model",
+            "context_window",
+            "is_auxiliary",
+            "enabled",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["id", "has_api_key", "created_at", "updated_at"]
+        extra_kwargs = {"context_window": {"min_value": 1}}
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        instance: ModelChannel | None = self.instance
+        provider = attrs.get("provider", instance.provider if instance else "")
+        base_url = attrs.get("base_url", instance.base_url if instance else "")
+        if provider == Provider.OPENAI_COMPATIBLE and not base_url:
+            raise serializers.ValidationError(
+                {"base_url": [_("base_url is required for the openai_compatible provider.")]}
+            )
+        return attrs
+
+
+# --- system dictionary ----------------------------------------------------------------
+
+
+class DictInfoSerializer(serializers.ModelSerializer):
+    """One dictionary entry, addressed by its type's key (``netaclaw``) and its name."""
+
+    type = serializers.SlugField(max_length=100, source="type.key")
+
+    class Meta:
+        model = DictInfo
+        fields = ["id", "type", "name", "value", "remark"]
+        read_only_fields = ["id"]
+        validators: list[Any] = []  # uniqueness is checked in validate() by type key
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        instance: DictInfo | None = self.instance
+        type_key = attrs.get("type", {}).get("key") or (instance.type.key if instance else "")
+        name = attrs.get("name", instance.name if instance else "")
+        value = attrs.get("value", instance.value if instance else "")
+        clash = DictInfo.objects.filter(type__key=type_key, name=name)
+        if instance is not None:
+            clash = clash.exclude(pk=instance.pk)
+        if clash.exists():
+            raise serializers.ValidationError(
+                {"name": [_("An entry named %(name)s already exists.") % {"name": name}]}
+            )
+        if type_key == NETACLAW_TYPE_KEY and name == DEFAULT_AUXILIARY_CHANNEL:
+            _check_auxiliary_channel_id(value)
+        return attrs
+
+
+def _check_auxiliary_channel_id(value: str) -> None:
+    try:
+        channel = ModelChannel.objects.filter(pk=int(str(value).strip())).first()
+    except ValueError:
+        channel = None
+    if channel is None:
+        raise serializers.ValidationError(
+            {"value": [_("%(value)r is not the id of a model channel.") % {"value": value}]}
+        )
+    if not channel.is_auxiliary:
+        raise serializers.ValidationError(
+            {
+                "value": [
+                    _("Channel %(id)s is not marked usable as auxiliary model.")
+                    % {"id": channel.pk}
+                ]
+            }
+        )
