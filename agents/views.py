@@ -129,6 +129,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
             "channel_missing": _channel_missing(agent),
             "can_edit_agent": agent_editable(user=request.user, agent=agent),
             "current_session_id": str(session.pk),
+            "current_agent_id": agent.pk,
             "ws_url": f"/ws/chat/html/?session={session.pk}",
         }
     )

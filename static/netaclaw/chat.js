@@ -231,7 +231,28 @@
   });
 
   document.addEventListener("keydown", function (event) {
-    if (event.key === "Escape") closeDrawer();
+    if (event.key === "Escape") {
+      closeDrawer();
+      return;
+    }
+    // Keep Tab inside the open drawer (it is a modal dialog).
+    var root = byId("summary-drawer");
+    if (event.key !== "Tab" || !root || root.getAttribute("data-open") !== "true") return;
+    var dialog = root.querySelector('[role="dialog"]');
+    var focusable = dialog.querySelectorAll('a[href], button, [tabindex]:not([tabindex="-1"])');
+    if (!focusable.length) return;
+    var first = focusable[0];
+    var last = focusable[focusable.length - 1];
+    if (event.shiftKey && (document.activeElement === first || document.activeElement === dialog)) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    } else if (!dialog.contains(document.activeElement)) {
+      event.preventDefault();
+      first.focus();
+    }
   });
 
   document.addEventListener("DOMContentLoaded", function () {
