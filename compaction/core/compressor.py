@@ -120,6 +120,14 @@ def _chunk_pieces(pieces: Sequence[str], *, room: int, policy: CompactionPolicy)
     return tuple(chunks)
 
 
+def _tail_budget(policy: CompactionPolicy, current_tokens: int, force: bool) -> int:
+    """The seed's tail budget; a forced (manual) compaction of a conversation far below the
+    threshold keeps at most a quarter of it verbatim, so /compact always compacts."""
+    if not force:
+        return policy.tail_token_budget
+    return min(policy.tail_token_budget, current_tokens // 4)
+
+
 def plan(
     messages: Sequence[Message],
     policy: CompactionPolicy,
@@ -157,7 +165,7 @@ def plan(
         pruned_msgs,
         pruned_est,
         protect_first_n=policy.protect_first_n,
-        tail_token_budget=policy.tail_token_budget,
+        tail_token_budget=_tail_budget(policy, after_prune, force),
         min_tail_messages=policy.min_tail_messages,
     )
     outside = (

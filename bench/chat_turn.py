@@ -1,0 +1,239 @@
+"""SQL queries and server overhead per chat turn, by history length (issue: gateway §9).
+
+Runs a real chat turn through the gateway (prepare, meter, auto-compaction check,
+context build, the ReAct runtime through the OpenAI SDK, persistence, events)
+against the scripted model server on loopback. "Model time excluded": the same
+run also times bare model calls with the same SDK and the same context, and the
+overhead is the difference of medians. The query count must not grow with the
+history.
+
+    .venv/bin/python -m bench.chat_turn [--sizes 10,1000,10000] [--turns 5] [--write]
+
+Uses a throwaway SQLite file unless DATABASE_URL is set (then a fresh database
+named netaclaw_bench_chat_turn on that server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _configure_database() -> None:
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith("postgres"):
+        base = url.rsplit("/", 1)[0]
+        os.environ["DATABASE_URL"] = f"{base}/netaclaw_bench_chat_turn"
+    else:
+        folder = Path(tempfile.mkdtemp(prefix="netaclaw-bench-"))
+        os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
+        os.environ["NETACLAW_VAR_DIR"] = str(folder / "var")
+    os.environ.pop("REDIS_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaclaw.settings")
+
+
+class QueryCounter:
+    """Counts SQL statements on every connection of every thread."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        with self._lock:
+            self.count += 1
+        return execute(sql, params, many, context)
+
+    def install(self) -> None:
+        from django.db import connections
+        from django.db.backends.signals import connection_created
+
+        def on_created(sender, connection, **kwargs):  # type: ignore[no-untyped-def]
+            if self not in connection.execute_wrappers:
+                connection.execute_wrappers.append(self)
+
+        connection_created.connect(on_created, weak=False)
+        for conn in connections.all():
+            if self not in conn.execute_wrappers:
+                conn.execute_wrappers.append(self)
+
+
+def _prepare_database() -> None:
+    import django
+    from django.core.management import call_command
+
+    url = os.environ["DATABASE_URL"]
+    if url.startswith("postgres"):
+        import psycopg
+
+        admin = url.rsplit("/", 1)[0] + "/postgres"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS netaclaw_bench_chat_turn")
+            conn.execute("CREATE DATABASE netaclaw_bench_chat_turn")
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
+def _make_session(size: int, base_url: str):  # type: ignore[no-untyped-def]
+    from django.contrib.auth import get_user_model
+
+    from agents.models import Agent, ChatSession, ModelChannel
+    from agents.services import messages_bulk_append
+
+    user = get_user_model().objects.create_user(username=f"bench{size}", password="x" * 16)
+    channel = ModelChannel.objects.create(
+        name=f"bench {size}",
+        provider="openai_compatible",
+        base_url=base_url,
+        api_key="bench",
+        model="bench-model",
+        context_window=10_000_000,  # never compacts: this measures the plain turn
+    )
+    agent = Agent.objects.create(
+        name=f"bench {size}", system_prompt="You help.", model_channel=channel
+    )
+    session = ChatSession.objects.create(owner=user, agent=agent)
+    rows = []
+    for i in range(size):
+        role = "user" if i % 2 == 0 else "assistant"
+        rows.append({"role": role, "content": f"message {i} " + "lorem ipsum " * 8})
+    messages_bulk_append(session=session, rows=rows)
+    return session
+
+
+async def _one_turn(session_id: str) -> None:
+    from channels_app.gateway import Gateway
+
+    gateway = Gateway()
+    events: list[str] = []
+
+    async def reply(event):  # type: ignore[no-untyped-def]
+        events.append(event.type)
+
+    await gateway.submit_chat(session_id=session_id, content="next step please", reply=reply)
+    runner = gateway.runner(session_id)
+    assert runner.task is not None
+    await runner.task
+
+
+async def _bare_model_call(session_id: str) -> None:
+    """The model round trip alone, with the same SDK, adapter and context."""
+    from channels.db import database_sync_to_async
+
+    from agents.llm import LLMRequest, get_provider
+    from agents.llm_channels import channel_config
+    from agents.models import ChatSession
+    from compaction.context import llm_context_for_session
+
+    def load():  # type: ignore[no-untyped-def]
+        session = ChatSession.objects.select_related("agent__model_channel").get(pk=session_id)
+        return channel_config(session.agent.model_channel), llm_context_for_session(session)
+
+    config, messages = await database_sync_to_async(load)()
+    provider = get_provider(config)
+    async for _ in provider.stream(LLMRequest(messages=tuple(messages), max_tokens=256)):
+        pass
+
+
+def _median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def run(sizes: list[int], turns: int) -> list[dict[str, float]]:
+    sys.path.insert(0, str(ROOT))
+    _configure_database()
+    _prepare_database()
+    from tests.support.llm_server import ScriptedLLMServer
+
+    counter = QueryCounter()
+    counter.install()
+    rows: list[dict[str, float]] = []
+    with ScriptedLLMServer() as server:
+        for size in sizes:
+            session = _make_session(size, server.openai_base_url)
+            sid = str(session.pk)
+            asyncio.run(_one_turn(sid))  # warm-up: imports, connections, SDK
+            turn_times, model_times, queries = [], [], []
+            for _ in range(turns):
+                before = counter.count
+                start = time.perf_counter()
+                asyncio.run(_one_turn(sid))
+                turn_times.append(time.perf_counter() - start)
+                queries.append(counter.count - before)
+                start = time.perf_counter()
+                asyncio.run(_bare_model_call(sid))
+                model_times.append(time.perf_counter() - start)
+            rows.append(
+                {
+                    "history": size,
+                    "queries": statistics.median(queries),
+                    "turn_ms": _median_ms(turn_times),
+                    "model_ms": _median_ms(model_times),
+                    "overhead_ms": _median_ms(turn_times) - _median_ms(model_times),
+                }
+            )
+    return rows
+
+
+def render(rows: list[dict[str, float]], command: str) -> str:
+    lines = [
+        "## Chat turn (queries and overhead per turn)",
+        "",
+        f"Command: `{command}` — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
+        f"database {os.environ['DATABASE_URL'].split(':', 1)[0]}.",
+        "",
+        "| history messages | SQL queries per turn | turn median (ms) | bare model call median (ms) | overhead (ms) |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {int(r['history'])} | {r['queries']:.0f} | {r['turn_ms']:.1f} | "
+            f"{r['model_ms']:.1f} | {r['overhead_ms']:.1f} |"
+        )
+    first, last = rows[0], rows[-1]
+    lines += [
+        "",
+        f"Query count ratio {int(last['history'])} vs {int(first['history'])} messages: "
+        f"{last['queries'] / first['queries']:.2f}× (must stay 1.00×); overhead ratio "
+        f"{last['overhead_ms'] / max(first['overhead_ms'], 0.001):.1f}×.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(text: str, heading: str) -> None:
+    path = ROOT / "BENCHMARKS.md"
+    current = path.read_text() if path.exists() else "# Benchmarks\n\n"
+    start = current.find(heading)
+    if start == -1:
+        current = current.rstrip() + "\n\n" + text
+    else:
+        end = current.find("\n## ", start + len(heading))
+        current = current[:start] + text.rstrip() + "\n" + ("" if end == -1 else current[end:])
+    path.write_text(current)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,1000,10000")
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--write", action="store_true", help="record the table in BENCHMARKS.md")
+    args = parser.parse_args()
+    rows = run([int(s) for s in args.sizes.split(",")], args.turns)
+    text = render(rows, "python -m bench.chat_turn" + (" --write" if args.write else ""))
+    print(text)
+    if args.write:
+        write_section(text, "## Chat turn")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""The auxiliary model (seed §4): which channel summarizes, and the summary call itself."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from agents.llm import LLMError, LLMRequest, get_provider
+from agents.llm_channels import channel_config
+from agents.models import Agent, ModelChannel
+from compaction.core import Message, SummaryRequest
+from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_TEMPERATURE = 0.3
+
+
+class AuxiliaryError(RuntimeError):
+    def __init__(self, reason: str, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.status = status
+
+
+NO_AUXILIARY_MESSAGE = "未配置辅助模型 (no auxiliary model configured)"
+
+
+def resolve_channel(agent: Agent) -> ModelChannel:
+    """Agent override → dict netaclaw.default_auxiliary_channel_id → error (seed §4.1)."""
+    channel = agent.auxiliary_model_channel
+    if channel is not None and channel.enabled:
+        return channel
+    raw = dict_value(type_key=NETACLAW_TYPE_KEY, name=DEFAULT_AUXILIARY_CHANNEL)
+    if raw and raw.strip().isdigit():
+        channel = ModelChannel.objects.filter(pk=int(raw), enabled=True).first()
+        if channel is not None:
+            return channel
+    raise AuxiliaryError("no_auxiliary_model", NO_AUXILIARY_MESSAGE)
+
+
+@dataclass
+class AuxiliaryClient:
+    channel: ModelChannel
+    usage: list[tuple[int, int]] = field(default_factory=list)
+
+    @classmethod
+    def for_agent(cls, agent: Agent) -> AuxiliaryClient:
+        return cls(resolve_channel(agent))
+
+    def summarize(self, request: SummaryRequest) -> str:
+        """One summary request; thinking off, temperature 0.3, output capped at the budget."""
+        provider = get_provider(
+            channel_config(
+                self.channel, timeout_seconds=float(settings.NETACLAW["AUXILIARY_TIMEOUT_SECONDS"])
+            )
+        )
+        try:
+            completion = provider.complete(
+                LLMRequest(
+                    messages=(Message(role="user", content=request.prompt),),
+                    max_tokens=request.max_output_tokens,
+                    temperature=SUMMARY_TEMPERATURE,
+                )
+            )
+        except LLMError as exc:
+            detail = f"{exc.message} (HTTP {exc.status})" if exc.status else exc.message
+            raise AuxiliaryError(exc.reason, detail, exc.status) from None
+        if completion.usage is not None:
+            self.usage.append((completion.usage.input_tokens, completion.usage.output_tokens))
+        return completion.text
