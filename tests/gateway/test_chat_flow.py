@@ -187,6 +187,6 @@ async def test_system_prompt_over_the_threshold_is_refused(llm_server) -> None:
     await send(ws, {"type": "chat", "sessionId": str(session.pk), "content": "hi"})
     events = await receive_until(ws, "turn_done")
     assert [e["reason"] for e in events if e["type"] == "error"] == ["system_prompt_too_long"]
-    assert "系统提示过长" in [e for e in events if e["type"] == "error"][0]["error"]
+    assert "系统提示过长" in next(e for e in events if e["type"] == "error")["error"]
     assert llm_server.requests == []
     await ws.disconnect()
