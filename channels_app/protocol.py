@@ -89,6 +89,10 @@ def parse_client_frame(text: str | None, *, max_bytes: int) -> ClientFrame:
         raise ProtocolError("the frame is not valid JSON", "bad_json") from None
     if not isinstance(data, dict):
         raise ProtocolError("a frame must be a JSON object", "bad_frame")
+    try:  # "\ud800" escapes decode to lone surrogates, which no database can store
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ProtocolError("the frame contains invalid Unicode", "bad_json") from None
     kind = data.get("type")
     parser = _PARSERS.get(kind) if isinstance(kind, str) else None
     if parser is None:

@@ -122,3 +122,14 @@ def test_any_json_object_either_parses_or_raises_protocol_error(obj: dict) -> No
         assert exc.reason in {"bad_field", "unknown_type", "empty_message"}
     else:
         assert frame.session_id == obj["sessionId"].strip()
+
+
+def test_lone_surrogates_are_refused_before_they_reach_the_database() -> None:
+    with pytest.raises(ProtocolError) as info:
+        parse_client_frame(
+            '{"type": "chat", "sessionId": "%s", "content": "a\\udfff"}' % SID, max_bytes=1000
+        )
+    assert (info.value.reason, info.value.error) == (
+        "bad_json",
+        "the frame contains invalid Unicode",
+    )
