@@ -127,6 +127,35 @@ class ChatSessionAdmin(admin.ModelAdmin):
     ]
     raw_id_fields = ["owner"]
     inlines = [MessageInline]
+    actions = ["compact_selected"]
+
+    @admin.action(description=_("Compact the selected sessions now"))
+    def compact_selected(self, request: Any, queryset: Any) -> None:
+        from django.contrib import messages
+
+        from compaction.service import CompactionService
+
+        service = CompactionService()
+        for session in queryset.select_related(
+            "agent__model_channel", "agent__auxiliary_model_channel"
+        ):
+            outcome = service.compact(session=session, reason="manual")
+            if outcome.status == "done":
+                self.message_user(
+                    request,
+                    _("%(session)s: removed %(n)d messages, tokens %(before)d → %(after)d")
+                    % {
+                        "session": session,
+                        "n": outcome.removed_count,
+                        "before": outcome.tokens_before,
+                        "after": outcome.tokens_after,
+                    },
+                    messages.SUCCESS,
+                )
+            else:
+                self.message_user(
+                    request, f"{session}: {outcome.reason}: {outcome.error}", messages.ERROR
+                )
 
     @admin.display(boolean=True, description=_("auto-compaction paused"))
     def paused(self, obj: ChatSession) -> bool:

@@ -6,8 +6,14 @@ from agents.llm import ChannelConfig
 from agents.models import ModelChannel
 
 
-def channel_config(channel: ModelChannel, *, timeout_seconds: float | None = None) -> ChannelConfig:
-    extra = {} if timeout_seconds is None else {"timeout_seconds": timeout_seconds}
+def channel_config(
+    channel: ModelChannel, *, timeout_seconds: float | None = None, max_retries: int | None = None
+) -> ChannelConfig:
+    extra: dict[str, float | int] = {}
+    if timeout_seconds is not None:
+        extra["timeout_seconds"] = timeout_seconds
+    if max_retries is not None:
+        extra["max_retries"] = max_retries
     return ChannelConfig(
         provider=channel.provider,
         model=channel.model,

@@ -54,7 +54,9 @@ class AuxiliaryClient:
         """One summary request; thinking off, temperature 0.3, output capped at the budget."""
         provider = get_provider(
             channel_config(
-                self.channel, timeout_seconds=float(settings.NETACLAW["AUXILIARY_TIMEOUT_SECONDS"])
+                self.channel,
+                timeout_seconds=float(settings.NETACLAW["AUXILIARY_TIMEOUT_SECONDS"]),
+                max_retries=0,  # a failed summary is reported, and the chat goes on
             )
         )
         try:

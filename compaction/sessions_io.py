@@ -1,0 +1,85 @@
+"""Import and export of sessions as OpenAI-format JSON (the commands' logic)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from agents.message_format import MessageFormatError, message_to_json, parse_openai_messages
+from agents.models import Agent, ChatSession
+from agents.selectors import history_load
+from agents.services import messages_bulk_append, session_create
+
+
+class SessionIOError(ValueError):
+    """Bad input for an import or export; the message says what to fix."""
+
+
+def _user(username: str | None) -> Any:
+    User = get_user_model()
+    if username:
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            raise SessionIOError(f"no user named {username!r}")
+        return user
+    supers = list(User.objects.filter(is_superuser=True)[:2])
+    if len(supers) != 1:
+        raise SessionIOError("pass --user USERNAME (there is not exactly one superuser)")
+    return supers[0]
+
+
+def session_import(
+    *, path: Path, agent_id: int, username: str | None = None, title: str | None = None
+) -> tuple[ChatSession, int]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SessionIOError(f"no such file: {path}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SessionIOError(f"{path} is not valid UTF-8 JSON: {exc}") from None
+    try:
+        rows = parse_openai_messages(raw)
+    except MessageFormatError as exc:
+        raise SessionIOError(str(exc)) from None
+    for index, row in enumerate(rows):
+        try:
+            json.dumps(row, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise SessionIOError(f"message {index}: contains invalid Unicode") from None
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None:
+        raise SessionIOError(f"no agent with id {agent_id}")
+    user = _user(username)
+    with transaction.atomic():
+        session = session_create(owner=user, agent=agent, title=title or path.stem)
+        messages_bulk_append(session=session, rows=rows)
+    return session, len(rows)
+
+
+def session_export(*, session: ChatSession, view: str) -> list[dict[str, Any]]:
+    out = []
+    for message in history_load(session=session, view=view):  # type: ignore[arg-type]
+        data = message_to_json(message, view=view)
+        data.pop("position", None)
+        data.pop("pruned", None)
+        data.setdefault("tool_calls", [])
+        data.setdefault("tool_call_id", None)
+        out.append(data)
+    return out
+
+
+def session_by_id(session_id: str) -> ChatSession:
+    import uuid
+
+    try:
+        key = uuid.UUID(str(session_id))
+    except ValueError:
+        raise SessionIOError(f"unknown session {session_id}") from None
+    session = ChatSession.objects.select_related("agent__model_channel").filter(pk=key).first()
+    if session is None:
+        raise SessionIOError(f"unknown session {session_id}")
+    return session

@@ -1,0 +1,279 @@
+"""The service against a real auxiliary model (the scripted server through the SDKs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from agents.models import Message
+from agents.selectors import history_load
+from agents.services import compaction_lease_acquire, messages_bulk_append
+from compaction.service import CompactionService
+from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
+from tests.factories import make_agent, make_channel, make_session, make_user
+from tests.support.llm_server import Empty, Fail, Hang, NonJSON, Reply
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"
+SUMMARY = "## 目标\n修复 src/parser.py\n## 相关文件\n- src/parser.py：解析器\n" + "关键值 42。" * 60
+
+
+def _session(server, *, n=40, aux="agent"):
+    channel = make_channel(
+        base_url=server.openai_base_url,
+        context_window=200_000,
+        is_auxiliary=True,
+        model="aux-model",
+    )
+    agent = make_agent(
+        model_channel=channel, auxiliary_model_channel=channel if aux == "agent" else None
+    )
+    if aux == "dict":
+        dict_set(type_key=NETACLAW_TYPE_KEY, name=DEFAULT_AUXILIARY_CHANNEL, value=str(channel.pk))
+    session = make_session(owner=make_user(is_superuser=True), agent=agent)
+    rows = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"turn {i} about src/parser.py " + "x" * 300,
+        }
+        for i in range(n)
+    ]
+    messages_bulk_append(session=session, rows=rows)
+    return session
+
+
+def _rows(session):
+    return list(
+        Message.objects.filter(session=session)
+        .exclude(metadata__has_key="systemType")
+        .order_by("id")
+        .values()
+    )
+
+
+def test_forty_messages_compact_into_one_summary(llm_server) -> None:
+    llm_server.enqueue(Reply(text=SUMMARY))
+    session = _session(llm_server)
+    outcome = CompactionService().compact(session=session, reason="manual")
+    assert outcome.status == "done" and outcome.removed_count > 20
+    compacted = history_load(session=session, include_events=False)
+    full = history_load(session=session, view="full", include_events=False)
+    assert len(compacted) < 40 and len(full) == 41
+    assert [m.position for m in full] == sorted(m.position for m in full)
+    assert (
+        Message.objects.filter(session=session, compacted_at__isnull=False).count()
+        == outcome.removed_count
+    )
+    body = llm_server.requests[0].body
+    assert body["model"] == "aux-model" and body["temperature"] == 0.3
+    assert body["max_tokens"] == 2000  # max(2000, min(20% of compressed, 12000))
+    assert not {"reasoning_effort", "thinking", "reasoning"} & set(body)
+    session.refresh_from_db()
+    assert session.compaction_count == 1
+
+
+def test_second_compaction_prompt_holds_the_previous_summary(llm_server) -> None:
+    llm_server.enqueue(Reply(text=SUMMARY), Reply(text=SUMMARY.replace("42", "43")))
+    session = _session(llm_server)
+    assert CompactionService().compact(session=session, reason="manual").status == "done"
+    messages_bulk_append(session=session, rows=[{"role": "user", "content": "more " * 200}] * 10)
+    assert CompactionService().compact(session=session, reason="manual").status == "done"
+    prompt = llm_server.requests[1].body["messages"][0]["content"]
+    assert "之前的摘要" in prompt or "Previous summary" in prompt
+    assert "关键值 42" in prompt
+    assert prompt.count("[CONTEXT COMPACTION]") == 0  # the body, not the framed message
+
+
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        (Fail(status=500, should_retry=False), "upstream_error"),
+        (Fail(status=429, should_retry=False), "rate_limited"),
+        (NonJSON(), "invalid_response"),
+        (Empty(), "summary_too_short"),
+        (Reply(text="太短"), "summary_too_short"),
+        (Hang(seconds=3), "timeout"),
+    ],
+)
+def test_auxiliary_failures_leave_history_untouched(llm_server, settings, action, reason) -> None:
+    settings.NETACLAW = {**settings.NETACLAW, "AUXILIARY_TIMEOUT_SECONDS": 0.5}
+    llm_server.enqueue(action)
+    session = _session(llm_server)
+    before = _rows(session)
+    outcome = CompactionService().compact(session=session, reason="manual")
+    assert (outcome.status, outcome.reason) == ("failed", reason)
+    assert _rows(session) == before
+    bubble = Message.objects.get(session=session, metadata__systemType="compaction_event")
+    assert bubble.metadata["status"] == "failed" and bubble.content.startswith("压缩失败：")
+
+
+def test_no_auxiliary_model_is_a_clear_failure(llm_server) -> None:
+    session = _session(llm_server, aux=None)
+    before = _rows(session)
+    outcome = CompactionService().compact(session=session, reason="manual")
+    assert (outcome.status, outcome.reason) == ("failed", "no_auxiliary_model")
+    assert "未配置辅助模型" in outcome.error
+    assert _rows(session) == before and llm_server.requests == []
+
+
+def test_the_dictionary_default_is_used_when_the_agent_has_none(llm_server) -> None:
+    llm_server.enqueue(Reply(text=SUMMARY))
+    session = _session(llm_server, aux="dict")
+    assert CompactionService().compact(session=session, reason="manual").status == "done"
+
+
+def test_a_held_lease_skips_without_any_request(llm_server) -> None:
+    session = _session(llm_server)
+    assert compaction_lease_acquire(session=session, holder="other-process", seconds=60)
+    outcome = CompactionService().compact(session=session, reason="manual")
+    assert (outcome.status, outcome.reason) == ("skipped", "in_progress")
+    assert llm_server.requests == []
+
+
+def test_a_failing_write_rolls_back_and_reports(llm_server, monkeypatch) -> None:
+    from django.db import DatabaseError
+
+    from agents import services
+
+    llm_server.enqueue(Reply(text=SUMMARY))
+    session = _session(llm_server)
+    before = _rows(session)
+
+    def broken(*args, **kwargs):
+        raise DatabaseError("disk full")
+
+    monkeypatch.setattr(services, "_next_positions", broken)
+    outcome = CompactionService().compact(session=session, reason="manual")
+    assert (outcome.status, outcome.reason) == ("failed", "storage_error")
+    assert _rows(session) == before
+
+
+def test_two_failures_pause_automatic_compaction(llm_server) -> None:
+    llm_server.enqueue(
+        Fail(status=500, should_retry=False),
+        Fail(status=500, should_retry=False),
+        Reply(text=SUMMARY),
+    )
+    session = _session(llm_server)
+    service = CompactionService()
+    service.compact(session=session, reason="manual")
+    session.refresh_from_db()
+    assert session.auto_compaction_paused_reason == ""
+    service.compact(session=session, reason="manual")
+    session.refresh_from_db()
+    assert "连续两次失败" in session.auto_compaction_paused_reason
+    assert service.compact(session=session, reason="manual").status == "done"
+    session.refresh_from_db()
+    assert session.auto_compaction_paused_reason == ""
+
+
+def test_compact_session_command_json_and_dry_run(llm_server) -> None:
+    session = _session(llm_server)
+    out = StringIO()
+    call_command("compact_session", str(session.pk), "--dry-run", "--json", stdout=out)
+    dry = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert dry["summary_message_id"] is None and dry["removed_count"] > 0
+    assert (
+        llm_server.requests == []
+        and not Message.objects.filter(compacted_at__isnull=False).exists()
+    )
+
+    llm_server.enqueue(Reply(text=SUMMARY))
+    out = StringIO()
+    call_command(
+        "compact_session",
+        str(session.pk),
+        "--json",
+        "--instructions",
+        "文件",
+        stdout=out,
+        stderr=StringIO(),
+    )
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert set(result) == {
+        "session_id",
+        "removed_count",
+        "summary_message_id",
+        "tokens_before",
+        "tokens_after",
+    }
+    assert Message.objects.get(pk=result["summary_message_id"]).is_compaction_summary
+
+
+def test_compact_session_command_errors(llm_server) -> None:
+    with pytest.raises(CommandError, match="unknown session"):
+        call_command("compact_session", "00000000-0000-0000-0000-000000000000")
+    session = _session(llm_server, aux=None)
+    with pytest.raises(CommandError, match="no_auxiliary_model"):
+        call_command("compact_session", str(session.pk))
+
+
+def test_import_export_round_trip_of_a_real_transcript() -> None:
+    source = TRANSCRIPTS / "005_miniswe-deepseek-astropy-12907.json"
+    agent = make_agent()
+    make_user("importer", is_superuser=True)
+    out = StringIO()
+    call_command("import_session", str(source), "--agent", str(agent.pk), stdout=out)
+    session_id = out.getvalue().strip().splitlines()[-1]
+    out = StringIO()
+    call_command("export_session", session_id, "--view", "full", stdout=out)
+    exported = json.loads(out.getvalue())
+    original = json.loads(source.read_text())
+    assert [m["role"] for m in exported] == [m["role"] for m in original]
+    assert [m["content"] or "" for m in exported] == [m.get("content") or "" for m in original]
+
+
+def test_malformed_import_is_rejected_and_writes_nothing(tmp_path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps([{"role": "user", "content": "ok"}, {"role": "tool", "content": "x"}])
+    )
+    agent = make_agent()
+    make_user("importer", is_superuser=True)
+    with pytest.raises(CommandError, match="message 1: a tool message needs a 'tool_call_id'"):
+        call_command("import_session", str(bad), "--agent", str(agent.pk))
+    assert not Message.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_compact_session_exit_code_in_a_real_process(tmp_path) -> None:
+    env_db = tmp_path / "cmd.sqlite3"
+    import os
+
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{env_db}", "NETACLAW_VAR_DIR": str(tmp_path)}
+    env.pop("REDIS_URL", None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "compact_session", "not-a-session"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == "CommandError: unknown session not-a-session"
+
+
+def test_admin_action_compacts_and_reports_per_session(llm_server, client) -> None:
+    llm_server.enqueue(Reply(text=SUMMARY))
+    good = _session(llm_server)
+    bad = _session(llm_server, aux=None)
+    admin_user = make_user("root-admin", is_staff=True, is_superuser=True)
+    client.force_login(admin_user)
+    response = client.post(
+        "/admin/agents/chatsession/",
+        {"action": "compact_selected", "_selected_action": [str(good.pk), str(bad.pk)]},
+        follow=True,
+    )
+    text = response.content.decode()
+    assert "removed" in text and "no_auxiliary_model" in text
+    good.refresh_from_db()
+    assert good.compaction_count == 1
