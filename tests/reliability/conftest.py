@@ -7,10 +7,12 @@ auth, origin check, routing, consumer, gateway, channel layer).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 
 from agents.models import ChatSession, Message, Role
 from agents.services import messages_bulk_append
@@ -51,6 +53,26 @@ KNOWN_EVENT_TYPES = {
 @pytest.fixture(autouse=True)
 def _fast_passwords(settings) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer() -> Iterator[None]:
+    """A new channel-layer instance per test.
+
+    Each async test runs on its own event loop, but ``get_channel_layer()`` caches one
+    instance per process. channels-redis keeps asyncio locks in it; a consumer that was
+    receiving when a test's loop closed leaves its lock held and bound to that dead
+    loop, and the next test's consumers then fail with "Lock … is bound to a different
+    event loop" (or hang). Production runs one loop per process, so this is test-only.
+    """
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    layer = channel_layers.backends.get("default")
+    if layer is not None and hasattr(layer, "flush"):  # Redis: drop this test's groups too
+        async_to_sync(layer.flush)()
+    channel_layers.backends.clear()
 
 
 def fill_history(session: ChatSession, *, messages: int, filler: int) -> list[Message]:
