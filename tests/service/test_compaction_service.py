@@ -22,7 +22,7 @@ from tests.support.llm_server import Empty, Fail, Hang, NonJSON, Reply
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
-TRANSCRIPTS = ROOT.parent / "shared" / "transcripts"
+DATA = ROOT / "tests" / "data"  # a public transcript (see ../shared/transcripts/SOURCES.md)
 SUMMARY = "## 目标\n修复 src/parser.py\n## 相关文件\n- src/parser.py：解析器\n" + "关键值 42。" * 60
 
 
@@ -217,7 +217,7 @@ def test_compact_session_command_errors(llm_server) -> None:
 
 
 def test_import_export_round_trip_of_a_real_transcript() -> None:
-    source = TRANSCRIPTS / "005_miniswe-deepseek-astropy-12907.json"
+    source = DATA / "005_miniswe-deepseek-astropy-12907.json"
     agent = make_agent()
     make_user("importer", is_superuser=True)
     out = StringIO()
