@@ -15,7 +15,8 @@ Ids the page provides and the frames target:
                             the assistant message is stored
 ``#token-bar``              replaced (TokenUpdate): ``role="progressbar"``
 ``#meter-status``           replaced (TokenUpdate): the status line's left side
-``#compaction-flag``        replaced (CompactionStart/Done/Failed): ``data-compacting``
+``#compaction-flag``        replaced (CompactionStart/Done/Failed, TokenUpdate):
+                            ``data-compacting``
 ``#compaction-status``      replaced: holds the 「正在压缩上下文...」 bubble
                             ``#compaction-pending`` while a compaction runs
 ``#turn-status``            replaced (TurnDone, ErrorEvent): ``data-busy="false"``
@@ -57,18 +58,22 @@ LOCALIZED_ERRORS = {
         "chat page",
         "This agent has no model channel yet, so it cannot answer. Add one (an Anthropic, "
         "OpenAI or DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) and "
-        "choose it on the agent's page."
+        "choose it on the agent's page.",
     ),
     "system_prompt_too_long": pgettext_lazy(
         "chat page",
         "The system prompt is too long: it alone exceeds the compaction threshold. Shorten it "
-        "on the agent's page."
+        "on the agent's page.",
     ),
-    "step_limit": pgettext_lazy("chat page", "The agent stopped after its step limit; send a message to continue."),
-    "internal_error": pgettext_lazy("chat page", "Something went wrong on the server; the chat can go on."),
+    "step_limit": pgettext_lazy(
+        "chat page", "The agent stopped after its step limit; send a message to continue."
+    ),
+    "internal_error": pgettext_lazy(
+        "chat page", "Something went wrong on the server; the chat can go on."
+    ),
     "in_progress": pgettext_lazy(
         "chat page",
-        "A compaction of this session is already in progress; this request was skipped."
+        "A compaction of this session is already in progress; this request was skipped.",
     ),
 }
 
@@ -104,8 +109,15 @@ def _delta(event: Delta) -> str:
 
 
 def _token_update(event: TokenUpdate) -> str:
+    """The meter, and the compaction state as the lease says (a compaction that ended
+    without a done/failed event, e.g. with nothing to compact, never leaves the page
+    stuck in the compacting state)."""
     context = {"meter": meter_view(event), "oob": True}
-    return _render("token_bar.html", context) + _render("meter_status.html", context)
+    return (
+        _render("token_bar.html", context)
+        + _render("meter_status.html", context)
+        + _compaction_state(event.compacting)
+    )
 
 
 def _compaction_start(event: CompactionStart) -> str:

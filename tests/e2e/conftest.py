@@ -67,6 +67,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.django_db(transaction=True))
 
 
+_DAPHNE_LOG: list[Path] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """A failed browser test shows the end of the server's log next to the traceback."""
+    report = yield
+    if report.failed and _DAPHNE_LOG and _DAPHNE_LOG[0].exists():
+        tail = _DAPHNE_LOG[0].read_text(errors="replace")[-6000:]
+        report.sections.append(("daphne log (tail)", tail))
+    return report
+
+
 # --- browser ---------------------------------------------------------------------------
 
 
@@ -172,6 +185,7 @@ def daphne_url(
     """``http://127.0.0.1:<port>`` of a Daphne serving the test database."""
     var_dir = tmp_path_factory.mktemp("e2e-var")
     log = var_dir / "daphne.log"
+    _DAPHNE_LOG[:] = [log]
     port = _free_port()
     from django.conf import settings
 

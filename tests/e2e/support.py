@@ -23,8 +23,9 @@ from tests.support.llm_server import Action, Fail, RecordedRequest, Reply, Scrip
 
 MAIN_MODEL = "e2e-main-model"
 AUX_MODEL = "e2e-aux-model"
-PATH_PATTERN = re.compile(r"(?<![\w/])(?:[\w.-]+/)+[\w.-]+\.\w+")
-GOAL_PATTERN = re.compile(r"(?:目标|Goal)[:：]\s*([^\n。.]+)")
+PATH_PATTERN = re.compile(r"(?<![A-Za-z0-9_./-])(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+\.[A-Za-z0-9]+")
+GOAL_PATTERN = re.compile(r"(?:目标|Goal)[:：]\s*([^\n。]+)")
+PREVIOUS_GOAL = re.compile(r"## 目标\n(?!\[)([^\n]+)")  # a previous summary's goal line
 
 
 def request_text(body: dict[str, Any]) -> str:
@@ -118,7 +119,7 @@ class ScriptedModel:
             return queued
         last = _last_user_text(body)
         return Reply(
-            text=f"好的，收到：{last[:40]}。我会继续推进。",
+            text=f"好的，收到：{last[:40].rstrip('。.!！?？')}。我会继续推进。",
             chunk_size=6,
             delay_per_chunk=per_chunk,
             input_tokens=input_tokens,
@@ -127,7 +128,7 @@ class ScriptedModel:
     @staticmethod
     def summary_for(body: dict[str, Any]) -> str:
         text = _unescape(request_text(body)).replace("\\n", "\n")
-        goal = GOAL_PATTERN.search(text)
+        goal = GOAL_PATTERN.search(text) or PREVIOUS_GOAL.search(text)
         paths = sorted(set(PATH_PATTERN.findall(text)))
         lines = [
             "## 目标",
@@ -148,7 +149,12 @@ class ScriptedModel:
             "## 下一步",
             "继续拆分并补齐测试。",
             "## 关键上下文",
-            "这是端到端测试写的摘要，用来检查压缩后模型仍然知道目标与文件路径。",
+            "这是端到端测试写的摘要，用来检查压缩后模型仍然知道目标与文件路径。"
+            "摘要由脚本化的辅助模型根据它收到的对话内容生成：目标取自用户的第一条消息，"
+            "文件路径取自对话中出现的全部路径，因此压缩后的请求里出现它们，"
+            "说明用户在压缩前说过的话确实传到了压缩后的模型。",
+            "## 工具与模式",
+            "read_file / write_file 读写工作区文件；todo 记录待办。",
         ]
         return "\n".join(lines)
 
@@ -199,6 +205,7 @@ class Data:
             "name": "E2E summarizer",
             "model": AUX_MODEL,
             "is_auxiliary": True,
+            "context_window": 128_000,
         }
         values.update(fields)
         return self.channel(**values)
@@ -234,23 +241,64 @@ class Data:
         )
 
 
+_USER_LINES = (
+    "我看了一下 main.py，配置加载、命令行解析和业务逻辑都混在一个文件里，测试很难写。",
+    "命令行参数现在用 argparse 手写了三百多行，能不能先抽出一个 cli 模块？",
+    "配置文件既支持 YAML 又支持环境变量，优先级规则要保持不变，这一点很重要。",
+    "日志初始化在 import 时就执行了，导致测试里没法替换 handler，顺便也修一下。",
+    "数据库连接现在是全局变量，拆分以后希望通过参数传进去，方便在测试里用 SQLite。",
+    "请保留 main() 这个入口函数的签名，外部脚本都在调用它。",
+)
+_ASSISTANT_LINES = (
+    "明白。我先梳理依赖关系：main() 依次调用 load_config()、setup_logging() 和 run()，其中 run() 又直接读取全局的 CONFIG。",
+    "建议的拆分顺序是：先抽出纯函数的配置解析，再抽出 CLI，最后把数据库连接改成显式传参，每一步都有测试兜底。",
+    "配置优先级目前是：命令行参数 > 环境变量 > YAML 文件 > 默认值。我会为这四层各写一个测试用例，确保拆分后行为一致。",
+    "日志的问题可以通过把 setup_logging() 推迟到 main() 里调用来解决，模块导入时不再产生副作用。",
+    "数据库连接我打算放进一个小的 Database 类，构造时接收 URL，main() 负责创建并传给 run()。",
+    "main() 的签名不会变，它会变成一个很薄的包装：解析参数、加载配置、组装依赖，然后调用 run()。",
+)
+
+
+def _paragraph(lines: tuple[str, ...], turn: int, chars: int) -> str:
+    parts: list[str] = []
+    i = turn
+    while sum(len(p) for p in parts) < chars:
+        parts.append(lines[i % len(lines)])
+        i += 1
+    return "".join(parts)
+
+
 def conversation(
-    turns: int, *, chars: int = 400, goal: str = "", paths: Iterable[str] = ()
+    turns: int,
+    *,
+    chars: int = 400,
+    goal: str = "",
+    paths: Iterable[str] = (),
+    goal_turn: int = 2,
 ) -> list[dict[str, Any]]:
-    """``turns`` user/assistant pairs of about ``chars`` characters each; the first user
-    message states ``goal`` and mentions ``paths``."""
+    """``turns`` user/assistant pairs of about ``chars`` characters each. The user message
+    of turn ``goal_turn`` (0-based; by default past a protected head of 3 messages, so a
+    compaction summarizes it) states ``goal`` and mentions ``paths``."""
     rows: list[dict[str, Any]] = []
-    filler = "这一段是为了让上下文变长的讨论内容，涉及实现细节与取舍。"
     for i in range(turns):
-        if i == 0 and (goal or paths):
+        if i == goal_turn and (goal or paths):
             text = f"目标：{goal}。相关文件：{'、'.join(paths)}。"
         else:
-            text = f"第 {i + 1} 轮：" + filler * max(1, chars // len(filler))
-        rows.append({"role": "user", "content": text[: max(chars, len(text))]})
-        rows.append(
-            {
-                "role": "assistant",
-                "content": f"第 {i + 1} 轮答复：" + filler * max(1, chars // len(filler)),
-            }
-        )
+            text = _paragraph(_USER_LINES, i, chars)
+        rows.append({"role": "user", "content": text})
+        rows.append({"role": "assistant", "content": _paragraph(_ASSISTANT_LINES, i, chars)})
     return rows
+
+
+def long_answer(chars: int) -> str:
+    """A long Markdown answer (a step-by-step plan) of at least ``chars`` characters."""
+    sections: list[str] = []
+    step = 0
+    while sum(len(s) for s in sections) < chars:
+        step += 1
+        line = _ASSISTANT_LINES[step % len(_ASSISTANT_LINES)]
+        sections.append(
+            f"### 第 {step} 步\n\n{line}\n\n- 修改 `src/app/module_{step}.py`\n"
+            f"- 新增测试 `tests/test_module_{step}.py`\n- 运行 `pytest -q` 确认全部通过\n"
+        )
+    return "\n".join(sections)

@@ -134,7 +134,12 @@ def test_token_update_replaces_bar_and_status() -> None:
         compaction_count=2,
         tool_tokens=90,
     )
-    bar, status = _frame(event)
+    bar, status, pending, flag = _frame(event)
+    assert (pending.id, pending.elements, flag.get("data-compacting")) == (
+        "compaction-status",
+        [],
+        "false",
+    )
     assert (bar.id, bar.get("hx-swap-oob"), bar.get("role")) == ("token-bar", "true", "progressbar")
     assert (bar.get("aria-valuenow"), bar.get("aria-valuemax"), bar.get("aria-valuemin")) == (
         "5800",
@@ -149,17 +154,22 @@ def test_token_update_replaces_bar_and_status() -> None:
     assert "5,800/8,000 tokens · 阈值 70% · 已压缩 2 次" in text
     assert "输入 1200 · 输出 300 · 工具 90 tokens · 4 次 API 调用" in text
     en = " ".join(_frame(event, "en")[1].text().split())
+    # a reading taken while the lease is held keeps the page in the compacting state
+    compacting = TokenUpdate(SID, 0, 0, 0, 10, 8000, 70, True, compacting=True)
+    *_, pending, flag = _frame(compacting)
+    assert pending.by_id("compaction-pending") is not None
+    assert flag.get("data-compacting") == "true"
     assert "5,800/8,000 tokens · threshold 70% · compacted 2 times" in en
 
 
 @pytest.mark.parametrize(("used", "state"), [(100, "ok"), (7000, "warn"), (7201, "danger")])
 def test_token_bar_states(used: int, state: str) -> None:
-    bar, _ = _frame(TokenUpdate(SID, 0, 0, 0, used, 8000, 70, True))
+    bar, *_ = _frame(TokenUpdate(SID, 0, 0, 0, used, 8000, 70, True))
     assert bar.get("data-state") == state and f"state-{state}" in bar.classes
 
 
 def test_token_bar_never_overflows() -> None:
-    bar, _ = _frame(TokenUpdate(SID, 0, 0, 0, 12000, 8000, 70, True))
+    bar, *_ = _frame(TokenUpdate(SID, 0, 0, 0, 12000, 8000, 70, True))
     assert bar.has_class("token-fill")[0].get("style") == "width: 100.00%"
     assert bar.get("aria-valuenow") == "12000"
 
