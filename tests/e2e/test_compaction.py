@@ -159,7 +159,7 @@ def test_manual_compact_from_the_input_and_the_button(
     dialog = page.get_by_role("dialog", name="压缩摘要")
     expect(dialog).to_contain_text(GOAL)
     expect(dialog.locator("li", has_text="src/app/config.py")).to_be_visible()
-    page.screenshot(path=shots / "summary-drawer.png", animations="disabled")
+    page.screenshot(path=shots / "summary-drawer-live.png", animations="disabled")
     page.keyboard.press("Escape")
 
     for _ in range(3):  # enough new messages for a second compaction
