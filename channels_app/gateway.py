@@ -41,7 +41,7 @@ Reply = Callable[[ServerEvent], Awaitable[None]]
 @dataclass(frozen=True, slots=True)
 class ChatJob:
     session_id: str
-    content: str
+    user_message: dict[str, Any]
     reply: Reply
 
 
@@ -93,7 +93,10 @@ class Gateway:
         return runner
 
     async def submit_chat(self, *, session_id: str, content: str, reply: Reply) -> None:
-        self._enqueue(ChatJob(session_id, content, reply))
+        """Store and announce the user's message now; the turn waits its turn in the queue."""
+        user_message = await turns.store_user_message(session_id, content)
+        await abroadcast(session_id, MessageStored(session_id, user_message))
+        self._enqueue(ChatJob(session_id, user_message, reply))
 
     async def submit_compact(
         self, *, session_id: str, instructions: str | None, reply: Reply
@@ -150,8 +153,7 @@ class Gateway:
 
     async def _chat_turn(self, runner: SessionRunner, job: ChatJob) -> None:
         sid = runner.session_id
-        prepared = await turns.prepare_turn(session_id=sid, content=job.content)
-        await abroadcast(sid, MessageStored(sid, prepared.user_message))
+        prepared = await turns.prepare_turn(session_id=sid, user_message=job.user_message)
         if prepared.refusal is not None:
             await abroadcast(sid, prepared.refusal)
             await abroadcast(sid, TurnDone(sid))

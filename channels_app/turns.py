@@ -42,15 +42,23 @@ def _session(session_id: str) -> ChatSession:
     ).get(pk=session_id)
 
 
-def _prepare_turn(session_id: str, content: str) -> PreparedTurn:
-    """Store the user's message first (nothing typed is lost), then decide if we may go on."""
-    session = _session(session_id)
+def _store_user_message(session_id: str, content: str) -> dict[str, Any]:
+    """Stored the moment it arrives, before it waits in any queue: a crash loses nothing."""
+    session = ChatSession.objects.get(pk=session_id)
     stored = services.message_append(session=session, role=Role.USER, content=content)
     if not session.title:
         ChatSession.objects.filter(pk=session.pk).update(title=content.strip()[:60])
+    return message_to_json(stored, view="compacted")
+
+
+store_user_message = database_sync_to_async(_store_user_message)
+
+
+def _prepare_turn(session_id: str, user_message: dict[str, Any]) -> PreparedTurn:
+    """Decide whether the model may be called now, and with what."""
+    session = _session(session_id)
     agent = session.agent
     channel = agent.model_channel
-    user_message = message_to_json(stored, view="compacted")
     if channel is None or not channel.enabled:
         return PreparedTurn(
             session_id,
@@ -95,8 +103,8 @@ def _prepare_turn(session_id: str, content: str) -> PreparedTurn:
     )
 
 
-async def prepare_turn(*, session_id: str, content: str) -> PreparedTurn:
-    return await database_sync_to_async(_prepare_turn)(session_id, content)
+async def prepare_turn(*, session_id: str, user_message: dict[str, Any]) -> PreparedTurn:
+    return await database_sync_to_async(_prepare_turn)(session_id, user_message)
 
 
 def _token_update(session_id: str) -> TokenUpdate:

@@ -322,16 +322,6 @@ def test_sigkill_mid_compaction_leaves_a_lease_that_expires_then_nothing_is_lost
 @pytest.mark.postgres
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG (channels_app/gateway.py Gateway.submit_chat): a chat frame that arrives during "
-        "a compaction waits in the per-process asyncio queue before its user message is "
-        "stored (turns.prepare_turn runs only when the job is drained); a crash of that "
-        "process loses the message the user sent. Fix: store the user message in "
-        "submit_chat, before enqueueing, and let the queued job run the rest of the turn."
-    ),
-)
 def test_a_message_sent_during_a_compaction_survives_a_crash(daphne) -> None:
     aux = SlowAuxiliary()
     queued = "压缩期间发送、进程随后崩溃的消息"
