@@ -260,6 +260,8 @@ ZH: dict[str, str | list[str]] = {
     "remark": "备注",
     "dictionary entry": "字典条目",
     "dictionary entries": "字典条目",
+    # --- admin ---
+    "Compact the selected sessions now": "立即压缩所选会话",
     # --- shell ---
     "Simplified Chinese": "简体中文",
     "English": "English",
@@ -310,6 +312,7 @@ UNTRANSLATED = {
     "Something went wrong on the server; the chat can go on.",
     "The agent stopped after its step limit; send a message to continue.",
     "A compaction of this session is already in progress; this request was skipped.",
+    "%(session)s: removed %(n)d messages, tokens %(before)d → %(after)d",
     "系统提示过长：the system prompt alone exceeds the compaction threshold; shorten it on the agent's page.",
 }
 

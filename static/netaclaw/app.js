@@ -2,6 +2,15 @@
 (function () {
   "use strict";
 
+  // Loaded without defer, so this delegated listener exists before the first select does:
+  // the language select submits itself (the <noscript> button covers no-JS browsers).
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target instanceof HTMLSelectElement && target.hasAttribute("data-autosubmit")) {
+      target.form.submit();
+    }
+  });
+
   // A range input shows its value next to it: <output data-range-output="input-id">.
   function syncRange(input) {
     document.querySelectorAll('[data-range-output="' + input.id + '"]').forEach(function (out) {

@@ -136,7 +136,9 @@ def test_agent_page_compaction_settings(page: Page, data, daphne_url, shots) -> 
     expect(section.locator("output")).to_have_text("85%")
     section.get_by_label("辅助模型").select_option(label=str(aux))
     section.get_by_label("保护头部").fill("5")
-    page.screenshot(path=shots / "agent-compaction-settings.png", full_page=True, animations="disabled")
+    page.screenshot(
+        path=shots / "agent-compaction-settings.png", full_page=True, animations="disabled"
+    )
     page.get_by_role("button", name="保存").click()
     expect(page.get_by_text("Agent 已保存。")).to_be_visible()
     agent.refresh_from_db()
