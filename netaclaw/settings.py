@@ -118,7 +118,10 @@ if REDIS_URL:
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                # redis-py 8 reads with a 5 s socket timeout by default, the same as
+                # channels-redis's blocking pop: every idle consumer then died with 1011
+                # (django/channels_redis#422). Reads may wait longer than the pop.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                 "prefix": os.environ.get("NETACLAW_CHANNEL_PREFIX", "netaclaw"),
                 "capacity": 1000,
                 "expiry": 60,

@@ -14,6 +14,9 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 
+# Importing the ASGI app runs django.setup() again, which re-applies LOGGING and drops
+# every handler pytest's caplog attached; do it once at collection, never inside a test.
+import netaclaw.asgi  # noqa: F401
 from agents.models import ChatSession, Message, Role
 from agents.services import messages_bulk_append
 from tests.gateway.conftest import connect, receive, receive_until, send, token_for

@@ -580,3 +580,155 @@ def test_csrf_is_enforced_on_cookie_authenticated_api_writes(world) -> None:
     assert (
         api.post("/api/sessions/", {"agent": world["agent"].pk}, format="json").status_code == 201
     )
+
+
+# ---------------------------------------------------------------------------
+# API keys never leave the database
+
+
+MAIN_KEY = "sk-main-channel-key-6b8e1f0c2d"
+AUX_KEY = "sk-aux-channel-key-9d3a7c5e1b"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_api_keys_never_appear_in_responses_events_pages_or_logs(caplog) -> None:
+    """A full chat (auto compaction, a tool call, streaming), a manual compaction, a failing
+    one whose upstream error body echoes the key, and every page and endpoint showing
+    the channels: neither key appears anywhere, log records at DEBUG included."""
+    import json as _json
+    import logging
+
+    from django.test import AsyncClient
+
+    from tests.gateway.conftest import receive_until
+    from tests.reliability.conftest import SUMMARY, fill_history
+    from tests.support.llm_server import Fail, Reply, ScriptedLLMServer, ToolCall
+
+    caplog.set_level(logging.DEBUG)
+    for name in ("httpx", "httpx2", "httpcore", "openai", "anthropic", "daphne", "django"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    keys = (MAIN_KEY, AUX_KEY)
+    seen: list[str] = []
+
+    def summary_or_chat(body: dict[str, Any], wire: str) -> Any:
+        if not body.get("stream"):
+            return Reply(text=SUMMARY)
+        last = body["messages"][-1]
+        if last.get("role") == "tool" or isinstance(last.get("content"), list):
+            return Reply(text="读完了。", chunk_size=3)
+        return Reply(tool_calls=[ToolCall("call_k1", "list_files", "{}")])
+
+    with ScriptedLLMServer(responder=summary_or_chat) as server:
+
+        @database_sync_to_async
+        def setup() -> dict[str, Any]:
+            user = make_user("keyholder")
+            staff = make_user("keystaff", is_staff=True, is_superuser=True)
+            main = make_channel(
+                name="main", base_url=server.openai_base_url, api_key=MAIN_KEY, context_window=6000
+            )
+            aux_provider = "anthropic"
+            aux = make_channel(
+                name="aux",
+                provider=aux_provider,
+                base_url=server.anthropic_base_url,
+                api_key=AUX_KEY,
+                is_auxiliary=True,
+            )
+            agent = make_agent(model_channel=main, auxiliary_model_channel=aux, owner=user)
+            session = make_session(owner=user, agent=agent)
+            fill_history(session, messages=40, filler=200)
+            return {
+                "user": user,
+                "staff": staff,
+                "sid": str(session.pk),
+                "agent": agent.pk,
+                "channels": (main.pk, aux.pk),
+                "token": Token.objects.create(user=user).key,
+                "staff_token": Token.objects.create(user=staff).key,
+            }
+
+        w = await setup()
+        sid = w["sid"]
+        ws, _ = await connect(token=w["token"], origin=None)
+        html, _ = await connect(path=f"/ws/chat/html/?session={sid}", token=w["token"])
+        await send(ws, {"type": "chat", "sessionId": sid, "content": "列出文件"})
+        events = await receive_until(ws, "turn_done", timeout=30)
+        kinds = [e["type"] for e in events]
+        assert "compaction_done" in kinds and "delta" in kinds, kinds
+        assert any(e["type"] == "message" and e["message"]["role"] == "tool" for e in events)
+        await send(ws, {"type": "compact", "sessionId": sid})
+        events += await receive_until(ws, "token_update", timeout=30)
+        # the auxiliary provider now fails with a body that quotes the key back
+        server.responder = lambda body, wire: (
+            Fail(status=401, body={"error": {"message": f"Incorrect API key provided: {AUX_KEY}"}})
+            if not body.get("stream")
+            else Reply(text="ok")
+        )
+        await send(ws, {"type": "compact", "sessionId": sid})
+        failed = await receive_until(ws, "compaction_failed", timeout=30)
+        assert failed[-1]["reason"] == "auth_error", failed[-1]
+        events += failed + await receive_until(ws, "token_update", timeout=30)
+        seen += [_json.dumps(e, ensure_ascii=False) for e in events]
+        while not await html.receive_nothing(timeout=0.2):
+            seen.append(await html.receive_from())
+        await ws.disconnect()
+        await html.disconnect()
+
+        rest = AsyncClient()
+        response = await rest.post(
+            f"/api/sessions/{sid}/compact/",
+            {},
+            content_type="application/json",
+            headers={"Authorization": f"Token {w['token']}"},
+        )
+        assert response.status_code == 502 and response.json()["reason"] == "auth_error"
+        seen.append(response.content.decode() + str(response.headers))
+
+    @database_sync_to_async
+    def pages() -> list[str]:
+        user_client, staff_client = Client(), Client()
+        user_client.force_login(w["user"])
+        staff_client.force_login(w["staff"])
+        api = APIClient(HTTP_AUTHORIZATION=f"Token {w['staff_token']}")
+        owner = APIClient(HTTP_AUTHORIZATION=f"Token {w['token']}")
+        main_id, aux_id = w["channels"]
+        bodies = []
+        for client, url in [
+            (user_client, f"/chat/{sid}/"),
+            (user_client, f"/chat/{sid}/?view=full"),
+            (user_client, f"/agents/{w['agent']}/"),
+            (user_client, "/agents/"),
+            (staff_client, "/channels/"),
+            (staff_client, f"/channels/{main_id}/"),
+            (staff_client, f"/channels/{aux_id}/"),
+            (staff_client, f"/admin/agents/modelchannel/{main_id}/change/"),
+            (staff_client, "/admin/agents/modelchannel/"),
+            (staff_client, f"/admin/agents/message/?session__id__exact={sid}"),
+        ]:
+            response = client.get(url)
+            assert response.status_code == 200, url
+            bodies.append(response.content.decode())
+        for url in (
+            "/api/model-channels/",
+            f"/api/model-channels/{main_id}/",
+            "/api/agents/",
+            f"/api/sessions/{sid}/messages/?view=full",
+            "/api/dict-info/",
+            "/api/schema/",
+        ):
+            response = (owner if "/sessions/" in url else api).get(url)
+            assert response.status_code == 200, url
+            bodies.append(response.content.decode())
+        response = api.patch(f"/api/model-channels/{main_id}/", {"name": "main 2"}, format="json")
+        bodies.append(response.content.decode())
+        return bodies
+
+    seen += await pages()
+    seen += [
+        r.getMessage() + (r.exc_text or "") + str(r.__dict__.get("args")) for r in caplog.records
+    ]
+    assert len(caplog.records) > 10, "logs were captured"
+    for text in seen:
+        for key in keys:
+            assert key not in text, (key, text[:400])
