@@ -127,7 +127,7 @@ def test_any_json_object_either_parses_or_raises_protocol_error(obj: dict) -> No
 def test_lone_surrogates_are_refused_before_they_reach_the_database() -> None:
     with pytest.raises(ProtocolError) as info:
         parse_client_frame(
-            '{"type": "chat", "sessionId": "%s", "content": "a\\udfff"}' % SID, max_bytes=1000
+            '{"type": "chat", "sessionId": "' + SID + '", "content": "a\\udfff"}', max_bytes=1000
         )
     assert (info.value.reason, info.value.error) == (
         "bad_json",
