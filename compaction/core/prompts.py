@@ -7,6 +7,7 @@ material about earlier turns, not new instructions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -145,29 +146,31 @@ def update_prompt(
     )
 
 
-def _is_cjk(ch: str) -> bool:
-    o = ord(ch)
-    return 0x4E00 <= o <= 0x9FFF or 0x3400 <= o <= 0x4DBF or 0x3040 <= o <= 0x30FF
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+_LETTER = re.compile(r"[^\W\d_]")  # any letter, CJK included
+# The language is a property of the conversation, not of its size: a bounded sample of
+# the newest messages decides, so detection costs the same at 10 or 100k messages.
+_SAMPLE_PER_MESSAGE = 4_000
+_SAMPLE_TOTAL = 64_000
 
 
 def _cjk_share(texts: Sequence[str]) -> tuple[int, int]:
-    cjk = letters = 0
-    for text in texts:
-        text = text[:20_000]
-        if text.isascii():
-            letters += sum(1 for ch in text if ch.isalpha())
-            continue
-        for ch in text:
-            if _is_cjk(ch):
-                cjk += 1
-                letters += 1
-            elif ch.isalpha():
-                letters += 1
-    return cjk, letters
+    """(CJK characters, letters) in a sample of ``texts``, newest first."""
+    sample: list[str] = []
+    room = _SAMPLE_TOTAL
+    for text in reversed(texts):
+        if room <= 0:
+            break
+        piece = text[: min(_SAMPLE_PER_MESSAGE, room)]
+        sample.append(piece)
+        room -= len(piece)
+    joined = "".join(sample)
+    cjk = 0 if joined.isascii() else len(_CJK.findall(joined))
+    return cjk, len(_LETTER.findall(joined))
 
 
 def detect_language(messages: Sequence[Message]) -> Language:
-    """zh when at least 10% of the letters the user wrote are CJK.
+    """zh when at least 10% of the letters the user wrote (newest first) are CJK.
 
     The user's own words decide: assistants in Chinese conversations still write
     long stretches of English code. With no user text, the assistant's decides.
