@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from compaction.core.types import Message
@@ -21,15 +20,15 @@ def estimate_messages(messages: Iterable[Message], chars_per_token: int = 4) -> 
     return sum(estimate_tokens(m, chars_per_token) for m in messages)
 
 
-# CJK ideographs and radicals, Hangul, compatibility ideographs, full-width forms.
-_WIDE = re.compile("[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
-
-
 def conservative_tokens(text: str, chars_per_token: int = 4) -> int:
-    """An upper-side estimate for budgeting requests: CJK characters count as one token each.
+    """An upper-side estimate for budgeting requests: a CJK character counts as a token.
 
     chars/4 undercounts Chinese 2.8–4.4×, so a request sized with it could overflow the
-    auxiliary model's window (DESIGN 8: never send a request that cannot fit).
+    auxiliary model's window (DESIGN 8: never send a request that cannot fit). The UTF-8
+    length finds the wide characters in C: every character of three bytes (CJK, kana,
+    Hangul, full-width forms) counts as a whole token, two-byte letters as half of one.
     """
-    wide = 0 if text.isascii() else len(_WIDE.findall(text))
-    return wide + (len(text) - wide) // chars_per_token + 1
+    if text.isascii():
+        return len(text) // chars_per_token + 1
+    wide = (len(text.encode("utf-8", "surrogatepass")) - len(text)) // 2
+    return wide + max(0, len(text) - wide) // chars_per_token + 1
