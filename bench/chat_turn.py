@@ -26,6 +26,8 @@ import threading
 import time
 from pathlib import Path
 
+from bench.report import write_section
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -223,18 +225,6 @@ def render(rows: list[dict[str, float]], command: str) -> str:
         "",
     ]
     return "\n".join(lines)
-
-
-def write_section(text: str, heading: str) -> None:
-    path = ROOT / "BENCHMARKS.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    start = current.find(heading)
-    if start == -1:
-        current = current.rstrip() + "\n\n" + text
-    else:
-        end = current.find("\n## ", start + len(heading))
-        current = current[:start] + text.rstrip() + "\n" + ("" if end == -1 else current[end:])
-    path.write_text(current)
 
 
 def main() -> None:
