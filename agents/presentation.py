@@ -9,9 +9,14 @@ the page or arrived a second ago (DESIGN 7). Pure presentation: no queries.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
+
+from django.utils.functional import Promise
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from agents.services import SYSTEM_TYPE_COMPACTION
 
@@ -19,6 +24,53 @@ MessageKind = Literal["user", "assistant", "tool", "summary", "event", "system"]
 MeterState = Literal["ok", "warn", "danger"]
 
 DANGER_PERCENT = 90
+
+
+# What the page says for a failure ``reason``. The stored ``error`` is written for programs
+# and logs (the compaction service's are "中文 (English)", the model adapters' English), so a
+# page in either language would show the other one; the reason says the same in its own.
+COMPACTION_FAILURES: dict[str, Promise] = {
+    "no_auxiliary_model": _("No auxiliary model is configured"),
+    "nothing_to_compact": _("There is nothing to compact yet"),
+    "oversized_message": _("One message is too large to compact; consider splitting it"),
+    "system_prompt_too_long": _(
+        "The system prompt alone exceeds the threshold; shorten it on the agent's page"
+    ),
+    "no_gain": _("A summary would not save any tokens"),
+    "summary_too_short": _("The summary came back empty or unusually short"),
+    "history_changed": _("The history changed during the compaction; try again"),
+    "storage_error": _("The summary could not be stored"),
+}
+# The model adapters' reasons (agents.llm.errors); their text is "<head> (HTTP n): <detail>",
+# and the detail is the provider's own words, shown as they are.
+PROVIDER_FAILURES: dict[str, Promise] = {
+    "timeout": _("The model did not answer in time"),
+    "rate_limited": _("The model provider is rate limiting requests"),
+    "upstream_error": _("The model provider failed"),
+    "invalid_response": _("The model provider sent a response that could not be read"),
+    "connection_error": _("Could not connect to the model provider"),
+    "auth_error": _("The model provider refused the API key"),
+    "bad_request": _("The model provider rejected the request"),
+}
+_HTTP_STATUS = re.compile(r"\s*\(HTTP (\d{3})\)")
+
+
+def failure_text(reason: str | None, error: str) -> str:
+    """``error`` in the active language, by its ``reason``; an unknown reason keeps ``error``."""
+    known = COMPACTION_FAILURES.get(reason or "")
+    if known is not None:
+        return str(known)
+    head = PROVIDER_FAILURES.get(reason or "")
+    if head is None:
+        return error
+    status = _HTTP_STATUS.search(error)
+    _sentence, colon, detail = _HTTP_STATUS.sub("", error).partition(": ")
+    text = str(head)
+    if status:
+        text = gettext("%(what)s (HTTP %(status)s)") % {"what": text, "status": status.group(1)}
+    if colon and detail.strip():
+        text = gettext("%(what)s: %(detail)s") % {"what": text, "detail": detail.strip()}
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +93,11 @@ class EventView:
     error: str
     reason: str
     summary_message_id: int | None
+
+    @property
+    def error_text(self) -> str:
+        """The failure in the page's language (rendered under the active translation)."""
+        return failure_text(self.reason, self.error)
 
 
 @dataclass(frozen=True, slots=True)

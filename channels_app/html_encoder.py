@@ -34,7 +34,13 @@ from django.utils import translation
 from django.utils.html import escape
 from django.utils.translation import pgettext_lazy
 
-from agents.presentation import EventView, message_view, meter_view, saved_percent
+from agents.presentation import (
+    EventView,
+    failure_text,
+    message_view,
+    meter_view,
+    saved_percent,
+)
 from agents.services import SYSTEM_TYPE_COMPACTION
 from channels_app.events import (
     CompactionDone,
@@ -79,8 +85,9 @@ LOCALIZED_ERRORS = {
 
 
 def localized_error(reason: str | None, error: str) -> str:
+    """The page's wording for ``reason``; a model failure keeps the provider's own detail."""
     message = LOCALIZED_ERRORS.get(reason or "")
-    return str(message) if message is not None else error
+    return str(message) if message is not None else failure_text(reason, error)
 
 
 def _render(name: str, context: dict[str, Any]) -> str:

@@ -39,7 +39,7 @@ ZH: dict[str, str | list[str]] = {
     ],
     "View summary": "查看摘要",
     "Compaction failed: %(error)s": "压缩失败：%(error)s",
-    "You can continue the conversation or": "可继续原对话或",
+    "— you can continue the conversation or": "可继续原对话或",
     "start a new chat": "开新对话",
     "Compaction summary": "压缩摘要",
     "Close": "关闭",
@@ -51,6 +51,26 @@ ZH: dict[str, str | list[str]] = {
     "The model sees this hand-off summary instead of the compacted messages.": (
         "模型看到的是这份交接摘要，而不是已压缩的原始消息。"
     ),
+    # failure reasons (agents.presentation), in the page's language
+    "No auxiliary model is configured": "未配置辅助模型",
+    "There is nothing to compact yet": "没有可压缩的消息",
+    "One message is too large to compact; consider splitting it": "单条消息过长，建议拆分",
+    "The system prompt alone exceeds the threshold; shorten it on the agent's page": (
+        "系统提示过长，请在 Agent 页面精简"
+    ),
+    "A summary would not save any tokens": "摘要不会减少 token",
+    "The summary came back empty or unusually short": "摘要为空或异常短",
+    "The history changed during the compaction; try again": "压缩期间历史已变化，请重试",
+    "The summary could not be stored": "写入摘要失败",
+    "The model did not answer in time": "模型未能及时响应",
+    "The model provider is rate limiting requests": "模型服务商正在限流",
+    "The model provider failed": "模型服务商出错",
+    "The model provider sent a response that could not be read": "模型服务商返回了无法解析的响应",
+    "Could not connect to the model provider": "无法连接模型服务商",
+    "The model provider refused the API key": "模型服务商拒绝了 API Key",
+    "The model provider rejected the request": "模型服务商拒绝了请求",
+    "%(what)s (HTTP %(status)s)": "%(what)s（HTTP %(status)s）",
+    "%(what)s: %(detail)s": "%(what)s：%(detail)s",
     # --- seed §8.4 history views ---
     "Showing the full history (including compacted messages)": "当前显示完整历史（含已压缩消息）",
     "Switch back to the compacted view": "切换回压缩视图",
@@ -84,7 +104,7 @@ ZH: dict[str, str | list[str]] = {
     "Enter the trigger threshold as a whole number between 30 and 95.": "请输入 30 到 95 之间的整数作为触发阈值。",
     "Enter the protected head as a whole number between 1 and 10.": "请输入 1 到 10 之间的整数作为保护头部。",
     "The protected head must be between 1 and 10 messages.": "保护头部必须在 1 到 10 条消息之间。",
-    "The system default is 「%(name)s」.": "全局默认为「%(name)s」。",
+    "The system default is “%(name)s”.": "全局默认为「%(name)s」。",
     "No system default is configured yet: compaction fails until one is chosen here or set as the system default.": (
         "尚未配置全局默认辅助模型：在此选择一个或设置全局默认之前，压缩会失败。"
     ),
@@ -99,7 +119,7 @@ ZH: dict[str, str | list[str]] = {
     "model channel": "模型渠道",
     "model channels": "模型渠道",
     "Add a model channel": "添加模型渠道",
-    "Edit model channel 「%(name)s」": "编辑模型渠道「%(name)s」",
+    "Edit model channel “%(name)s”": "编辑模型渠道「%(name)s」",
     "Manage model channels": "管理模型渠道",
     "Endpoint": "端点",
     "Provider": "提供商",
@@ -144,7 +164,7 @@ ZH: dict[str, str | list[str]] = {
     "base_url is required for the openai_compatible provider.": "openai_compatible 提供商必须填写 base_url。",
     "%(value)r is not the id of a model channel.": "%(value)r 不是模型渠道的 ID。",
     # --- no model channel help ---
-    "「%(name)s」 has no model channel yet, so it cannot answer.": "「%(name)s」还没有配置模型渠道，暂时无法回答。",
+    "“%(name)s” has no model channel yet, so it cannot answer.": "「%(name)s」还没有配置模型渠道，暂时无法回答。",
     "Add a channel with an Anthropic, OpenAI or DeepSeek API key, or point it at an OpenAI-compatible local server such as Ollama (http://127.0.0.1:11434/v1) or vLLM (http://127.0.0.1:8000/v1), then choose it on the agent's page.": (
         "添加一个模型渠道：填入 Anthropic、OpenAI 或 DeepSeek 的 API Key，或连接 OpenAI 兼容的本地服务，如 Ollama（http://127.0.0.1:11434/v1）或 vLLM（http://127.0.0.1:8000/v1），然后在 Agent 页面选择它。"
     ),
@@ -210,7 +230,7 @@ ZH: dict[str, str | list[str]] = {
     "System prompt": "系统提示",
     "system prompt": "系统提示",
     "— none (the agent cannot answer) —": "— 无（Agent 无法回答）—",
-    "Edit agent 「%(name)s」": "编辑 Agent「%(name)s」",
+    "Edit agent “%(name)s”": "编辑 Agent「%(name)s」",
     "Basics": "基本信息",
     "Save": "保存",
     "Cancel": "取消",

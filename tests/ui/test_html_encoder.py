@@ -305,12 +305,26 @@ def test_language_is_per_call_and_restored() -> None:
         ("no_model_channel", "此 Agent 还没有配置模型渠道", "This agent has no model channel yet"),
         ("system_prompt_too_long", "系统提示过长", "The system prompt is too long"),
         ("step_limit", "步数上限", "step limit"),
+        ("auth_error", "模型服务商拒绝了 API Key", "The model provider refused the API key"),
+        ("timeout", "模型未能及时响应", "The model did not answer in time"),
     ],
 )
 def test_known_error_reasons_are_shown_in_the_pages_language(reason, zh, en) -> None:
     event = ErrorEvent("whatever the gateway wrote", reason, SID)
     assert zh in _frame(event, "zh-hans")[0].text()
     assert en in _frame(event, "en")[0].text()
+
+
+def test_a_failed_model_call_keeps_the_providers_detail() -> None:
+    event = ErrorEvent(
+        "The model provider refused the credentials (HTTP 401): Incorrect API key provided",
+        "auth_error",
+        SID,
+    )
+    zh = " ".join(_frame(event, "zh-hans")[0].text().split())
+    assert "模型服务商拒绝了 API Key（HTTP 401）：Incorrect API key provided" in zh
+    en = " ".join(_frame(event, "en")[0].text().split())
+    assert "The model provider refused the API key (HTTP 401): Incorrect API key provided" in en
 
 
 def test_unknown_error_reason_shows_the_event_text() -> None:

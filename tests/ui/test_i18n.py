@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.conf import settings
 
-from agents.services import compaction_apply, message_append
+from agents.services import compaction_apply, message_append, system_event_append
+from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
+from tests.factories import make_agent, make_channel, make_session
 from tests.ui.html import parse
 
 pytestmark = pytest.mark.django_db
@@ -145,3 +149,168 @@ def test_channel_page_in_both_languages(client, staff, channel, language, label)
 def test_login_page_in_both_languages(client) -> None:
     assert "用户名" in _text(client.get("/accounts/login/"))
     assert "User name" in _text(client.get("/accounts/login/", headers={"Accept-Language": "en"}))
+
+
+CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+ATTRIBUTES = ("title", "aria-label", "placeholder", "aria-valuetext", "data-unknown-command")
+
+
+def _chinese_in(html: bytes) -> list[str]:
+    """Chinese characters in the page's text and labelling attributes, except the language
+    select's own name for Chinese (a language is offered in its own name)."""
+    doc = parse(html)
+    found = [
+        " ".join(node.text().split())
+        for node in doc.iter()
+        if node.tag not in {"option", "script", "style"}
+        and any(isinstance(c, str) and CJK.search(c) for c in node.children)
+    ]
+    found += [
+        f"{node.tag}[{name}]={node.get(name)}"
+        for node in doc.iter()
+        for name in ATTRIBUTES
+        if CJK.search(node.get(name) or "")
+    ]
+    found += [
+        o.text()
+        for o in doc.select("option")
+        if CJK.search(o.text()) and o.get("value") != "zh-hans"
+    ]
+    return found
+
+
+def test_the_english_ui_has_no_chinese(client, staff, channel, agent) -> None:
+    """Every page in English, with English data: no Chinese wording or punctuation, including
+    failure bubbles whose stored error the compaction service wrote as "中文 (English)"."""
+    bare = make_agent(name="Bare")
+    aux = make_channel(name="Summarizer", is_auxiliary=True)
+    dict_set(type_key=NETACLAW_TYPE_KEY, name=DEFAULT_AUXILIARY_CHANNEL, value=str(aux.pk))
+    session = make_session(owner=staff, agent=agent, title="Refactor")
+    messages = [message_append(session=session, role="user", content=f"m{i}") for i in range(4)]
+    applied = compaction_apply(
+        session=session,
+        compacted_ids=[m.pk for m in messages[1:3]],
+        pruned_ids=[],
+        summary_content="## Goal\nsplit main.py",
+        pruned_token_estimate=0,
+        event_content="上下文已压缩 · 移除 2 条消息 · 节省 50% token",
+        event_payload={
+            "status": "done",
+            "removedCount": 2,
+            "tokensBefore": 800,
+            "tokensAfter": 400,
+        },
+    )
+    for reason, error in [
+        ("no_auxiliary_model", "未配置辅助模型 (no auxiliary model configured)"),
+        ("oversized_message", "单条消息过长，建议拆分 (one message is too large)"),
+        ("summary_too_short", "摘要异常短 (summary too short): 12 characters"),
+        ("history_changed", "压缩期间历史已变化 (history changed)"),
+        ("bad_request", "The model provider rejected the request (HTTP 402): No credit (HTTP 402)"),
+    ]:
+        system_event_append(
+            session=session,
+            system_type="compaction_event",
+            content=f"压缩失败：{error}",
+            payload={"status": "failed", "reason": reason, "error": error},
+        )
+    bare_session = make_session(owner=staff, agent=bare, title="Bare chat")
+    summary = applied.summary_message
+    client.force_login(staff)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+    pages = [
+        "/chat/",
+        f"/chat/{session.pk}/",
+        f"/chat/{session.pk}/?view=full",
+        f"/chat/{bare_session.pk}/",
+        f"/chat/{session.pk}/summary/{summary.pk}/",
+        "/agents/",
+        f"/agents/{agent.pk}/",
+        f"/agents/{bare.pk}/",
+        "/channels/",
+        "/channels/new/",
+        f"/channels/{channel.pk}/",
+    ]
+    for url in pages:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert _chinese_in(response.content) == [], url
+    drawer = client.get(f"/chat/{session.pk}/summary/{summary.pk}/", headers={"HX-Request": "true"})
+    assert _chinese_in(drawer.content) == []
+    client.logout()
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+    assert _chinese_in(client.get("/accounts/login/").content) == []
+    text = _text(client.get("/accounts/login/"))
+    assert "User name" in text
+
+
+@pytest.mark.parametrize(
+    ("language", "reason", "error", "expected"),
+    [
+        (
+            "zh-hans",
+            "no_auxiliary_model",
+            "未配置辅助模型 (no auxiliary model configured)",
+            "压缩失败：未配置辅助模型 可继续原对话或",
+        ),
+        (
+            "en",
+            "no_auxiliary_model",
+            "未配置辅助模型 (no auxiliary model configured)",
+            "Compaction failed: No auxiliary model is configured — you can continue the conversation or",
+        ),
+        (
+            "zh-hans",
+            "oversized_message",
+            "单条消息过长，建议拆分 (one message is too large)",
+            "压缩失败：单条消息过长，建议拆分 可继续原对话或",
+        ),
+        (
+            "zh-hans",
+            "bad_request",
+            "The model provider rejected the request (HTTP 402): Insufficient balance: please top up (HTTP 402)",
+            "压缩失败：模型服务商拒绝了请求（HTTP 402）：Insufficient balance: please top up 可继续原对话或",
+        ),
+        (
+            "en",
+            "bad_request",
+            "The model provider rejected the request (HTTP 402): Insufficient balance: please top up (HTTP 402)",
+            "Compaction failed: The model provider rejected the request (HTTP 402): Insufficient balance: please top up — you can",
+        ),
+        (
+            "zh-hans",
+            "timeout",
+            "The model did not answer in time.",
+            "压缩失败：模型未能及时响应 可继续原对话或",
+        ),
+        (
+            "zh-hans",
+            "connection_error",
+            "The connection to the model provider failed: ConnectError",
+            "压缩失败：无法连接模型服务商：ConnectError 可继续原对话或",
+        ),
+        (
+            "zh-hans",
+            "some_future_reason",
+            "原样显示 as is",
+            "压缩失败：原样显示 as is 可继续原对话或",
+        ),
+    ],
+)
+def test_failure_bubbles_speak_the_pages_language(
+    client, user, agent, language, reason, error, expected
+) -> None:
+    """The seed's 「压缩失败：{error} 可继续原对话或 [开新对话]」 with {error} in the page's language
+    (the reason decides it; a provider's own detail is kept as it is)."""
+    session = make_session(owner=user, agent=agent)
+    system_event_append(
+        session=session,
+        system_type="compaction_event",
+        content=f"压缩失败：{error}",
+        payload={"status": "failed", "reason": reason, "error": error},
+    )
+    client.force_login(user)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = language
+    doc = parse(client.get(f"/chat/{session.pk}/").content)
+    bubble = doc.select(data_event="compaction_failed")[0]
+    assert expected in " ".join(bubble.text().split())
