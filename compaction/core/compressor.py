@@ -134,8 +134,12 @@ def plan(
     *,
     force: bool = False,
     previous_summary: str | None = None,
+    focus: str | None = None,
 ) -> CompactionPlan:
-    """Phases 1–2 and the chunking of phase 3, without calling any model."""
+    """Phases 1–2 and the chunking of phase 3, without calling any model.
+
+    ``focus`` goes into every request, so the chunks leave room for it.
+    """
     msgs = tuple(messages)
     cpt = policy.chars_per_token
     estimates = [estimate_tokens(m, cpt) for m in msgs]
@@ -191,7 +195,7 @@ def plan(
         for m in new_turns
     ]
     template_cost = conservative_tokens(
-        update_prompt("", "", budget=budget, language=language, focus=None)
+        update_prompt("", "", budget=budget, language=language, focus=focus), cpt
     )
     carried = max(budget, conservative_tokens(previous_summary or "", cpt))
     room = max(500, policy.input_budget(budget) - template_cost - carried - 200)
@@ -224,7 +228,7 @@ def compress(
     previous_summary: str | None = None,
 ) -> CompactionResult:
     """Run the four phases. Exceptions raised by ``summarize`` propagate unchanged."""
-    p = plan(messages, policy, force=force, previous_summary=previous_summary)
+    p = plan(messages, policy, force=force, previous_summary=previous_summary, focus=focus)
     original = tuple(messages)
     if p.status != COMPACTED:
         changed = p.status == PRUNED_ONLY
@@ -283,7 +287,13 @@ def compress(
             language=p.language,
         )
     in_span = set(range(span.start, span.end))
-    pruned_outside = [p.messages[i] for i in p.pruned_indexes if i not in in_span]
+    # a pruned orphan that phase 4 drops left the context: it is reported as removed only
+    removed = set(_ids(dropped))
+    pruned_outside = [
+        p.messages[i]
+        for i in p.pruned_indexes
+        if i not in in_span and p.messages[i].id not in removed
+    ]
     return CompactionResult(
         status=COMPACTED,
         messages=tuple(assembled),
