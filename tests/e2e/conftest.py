@@ -268,6 +268,27 @@ def _short_timeouts(request: pytest.FixtureRequest) -> None:
         expect.set_options(timeout=10_000)
 
 
+@pytest.fixture(autouse=True)
+def browser_problems(request: pytest.FixtureRequest) -> Iterator[list[str]]:
+    """Every browser test fails on a console error or warning or an uncaught exception in
+    any page it opened (a test that provokes one on purpose removes it from this list)."""
+    problems: list[str] = []
+    if "page" not in request.fixturenames:
+        yield problems
+        return
+    page = request.getfixturevalue("page")
+
+    def on_console(message: Any) -> None:
+        if message.type in {"error", "warning"}:
+            where = message.location.get("url", "")
+            problems.append(f"console.{message.type} at {page.url} ({where}): {message.text}")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: problems.append(f"uncaught at {page.url}: {error}"))
+    yield problems
+    assert problems == [], "the browser reported problems:\n" + "\n".join(problems)
+
+
 @pytest.fixture
 def shots() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -235,7 +235,10 @@ def test_auxiliary_out_of_credit_fails_and_the_chat_goes_on(
     expect(page.get_by_role("progressbar")).not_to_have_attribute("data-state", "ok")
     llm.queue_aux(failing(402, "Insufficient balance: please top up"))
     _send(page, "还在吗？请继续。")
-    expect(_failed_bubble(page)).to_contain_text("压缩失败：")
+    # in the page's language, with the provider's own words kept
+    expect(_failed_bubble(page)).to_contain_text(
+        "压缩失败：模型服务商拒绝了请求（HTTP 402）：Insufficient balance: please top up 可继续原对话或"
+    )
     # the turn goes on with the original context
     expect(page.locator("#messages article[data-role=assistant]").last).to_contain_text("还在吗")
     expect(page.locator("#turn-status")).to_have_attribute("data-busy", "false")

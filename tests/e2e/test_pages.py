@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from agents.services import compaction_apply, message_append
+from agents.services import compaction_apply, message_append, system_event_append
 from tests.e2e.support import conversation
 
 
@@ -101,6 +101,36 @@ def test_summary_drawer_opens_and_closes(page: Page, data, daphne_url, shots) ->
     expect(page.get_by_role("dialog")).to_have_count(0)
 
 
+def test_summary_drawer_by_keyboard(page: Page, data, daphne_url) -> None:
+    """Open with Enter, focus moves into the dialog and Tab stays there, Escape closes it
+    and focus returns to the [查看摘要] link that opened it."""
+    user = data.user("keyboard")
+    agent = data.agent(model_channel=data.channel())
+    session, _applied = _compacted_session(data, user, agent)
+    data.login(page.context, user, daphne_url)
+    page.goto(f"/chat/{session.pk}/")
+    link = page.locator('[data-event="compaction_done"]').get_by_role("link", name="查看摘要")
+    link.focus()
+    page.keyboard.press("Enter")
+    dialog = page.get_by_role("dialog", name="压缩摘要")
+    expect(dialog).to_be_focused()
+    close = dialog.get_by_role("button", name="关闭")
+    for _ in range(3):
+        page.keyboard.press("Tab")
+        expect(close).to_be_focused()  # the only control inside: Tab never leaves
+    page.keyboard.press("Shift+Tab")
+    expect(close).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("dialog")).to_have_count(0)
+    expect(link).to_be_focused()
+    page.keyboard.press("Enter")  # and again, from where focus came back
+    expect(page.get_by_role("dialog", name="压缩摘要")).to_be_focused()
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # the close button
+    expect(page.get_by_role("dialog")).to_have_count(0)
+    expect(link).to_be_focused()
+
+
 def test_long_history_loads_earlier_pages(page: Page, data, daphne_url) -> None:
     user = data.user("paging")
     agent = data.agent(model_channel=data.channel())
@@ -184,3 +214,107 @@ def test_slash_command_parser(page: Page, data, daphne_url) -> None:
     assert page.evaluate(parse, "/help") == {"kind": "unknown", "name": "/help"}
     assert page.evaluate(parse, "/usr/bin/python 报错了")["kind"] == "text"
     assert page.evaluate(parse, "hello /compact")["kind"] == "text"
+
+
+CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+def test_every_page_in_both_languages(page: Page, data, daphne_url) -> None:
+    """Each page in 简体中文 (the seed's wording where it has one) and in English (no
+    Chinese at all, the data being English); the browser_problems fixture fails the test
+    on any console error or uncaught exception along the way."""
+    staff = data.user("pages", staff=True)
+    aux = data.aux_channel(name="Summarizer")
+    data.default_auxiliary(aux)
+    channel = data.channel(name="Main")
+    agent = data.agent(name="Helper", model_channel=channel)
+    bare = data.agent(name="Bare")
+    session = data.session(
+        owner=staff,
+        agent=agent,
+        title="Refactor",
+        rows=[
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(6)
+        ],
+    )
+    messages = list(session.messages.order_by("position"))
+    applied = compaction_apply(
+        session=session,
+        compacted_ids=[m.pk for m in messages[1:4]],
+        pruned_ids=[],
+        summary_content="## Goal\nSplit main.py\n## Files\n- src/app/main.py",
+        pruned_token_estimate=0,
+        event_content="上下文已压缩",
+        event_payload={
+            "status": "done",
+            "removedCount": 3,
+            "tokensBefore": 900,
+            "tokensAfter": 300,
+        },
+    )
+    system_event_append(
+        session=session,
+        system_type="compaction_event",
+        content="压缩失败：未配置辅助模型 (no auxiliary model configured)",
+        payload={
+            "status": "failed",
+            "reason": "no_auxiliary_model",
+            "error": "未配置辅助模型 (no auxiliary model configured)",
+        },
+    )
+    bare_session = data.session(owner=staff, agent=bare, title="Bare chat")
+    summary_id = applied.summary_message.pk
+    pages = {
+        "/chat/": ["新对话", "最近的对话"],
+        f"/chat/{session.pk}/": [
+            "上下文已压缩 · 移除 3 条消息 · 节省 67% token",
+            "查看摘要",
+            "压缩失败：未配置辅助模型 可继续原对话或 开新对话",
+            "阈值 70% · 已压缩 1 次",
+        ],
+        f"/chat/{session.pk}/?view=full": ["当前显示完整历史（含已压缩消息） · 切换回压缩视图"],
+        f"/chat/{bare_session.pk}/": ["「Bare」还没有配置模型渠道", "Ollama", "vLLM", "DeepSeek"],
+        f"/chat/{session.pk}/summary/{summary_id}/": ["压缩摘要"],
+        "/agents/": ["触发阈值", "保护头部"],
+        f"/agents/{agent.pk}/": [
+            "上下文压缩",
+            "辅助模型",
+            "压缩策略",
+            "更多策略开发中",
+            "触发阈值",
+            "保护头部",
+            "留空 = 继承系统级配置",
+        ],
+        "/channels/": ["可作为辅助模型"],
+        "/channels/new/": ["可作为辅助模型"],
+        f"/channels/{channel.pk}/": ["可作为辅助模型"],
+    }
+    data.login(page.context, staff, daphne_url)
+    for language in ("zh-hans", "en"):
+        page.context.add_cookies(
+            [{"name": "django_language", "value": language, "url": daphne_url}]
+        )
+        for url, phrases in pages.items():
+            page.goto(url)
+            expect(page.locator("html")).to_have_attribute("lang", language)
+            text = " ".join(page.locator("body").inner_text().split())
+            if language == "en":
+                # the language select names Chinese in Chinese; nothing else is Chinese
+                assert "".join(CJK.findall(text)) == "简体中文", (url, text)
+            else:
+                for phrase in phrases:
+                    assert phrase in text, (url, phrase)
+            if url == f"/chat/{session.pk}/":
+                expect(page.locator("#chat")).to_have_attribute("data-ws", "open")
+                page.locator('[data-event="compaction_done"] a').click()
+                expect(page.get_by_role("dialog")).to_be_visible()
+                title = page.locator("#summary-drawer-title")
+                expect(title).to_have_text("Compaction summary" if language == "en" else "压缩摘要")
+                page.keyboard.press("Escape")
+    page.context.clear_cookies()
+    for language, words in (("zh-hans", "用户名"), ("en", "User name")):
+        page.context.add_cookies(
+            [{"name": "django_language", "value": language, "url": daphne_url}]
+        )
+        page.goto("/accounts/login/")
+        expect(page.get_by_label(words)).to_be_visible()
