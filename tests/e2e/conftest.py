@@ -22,12 +22,13 @@ How the pieces meet (chosen to be robust, not clever):
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -37,6 +38,7 @@ import pytest
 E2E_DIR = Path(__file__).resolve().parent
 ROOT = E2E_DIR.parent.parent
 SCREENSHOTS = E2E_DIR / "screenshots"
+DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -293,3 +295,34 @@ def browser_problems(request: pytest.FixtureRequest) -> Iterator[list[str]]:
 def shots() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+@pytest.fixture
+def readme_shot(shots: Path) -> Callable[..., None]:
+    """Save a main state as ``tests/e2e/screenshots/<name>.png`` (git-ignored) and, when
+    ``NETACLAW_DOCS_SCREENSHOTS=1``, as ``docs/screenshots/<docs>.png`` for the README::
+
+        NETACLAW_DOCS_SCREENSHOTS=1 DJANGO_ALLOW_ASYNC_UNSAFE=true \\
+            .venv/bin/pytest tests/e2e -p no:asyncio
+
+    (Chinese needs a CJK font: ``apt-get install fonts-noto-cjk``.) ``whole=True`` makes
+    the viewport as tall as the page for the shot: a ``full_page`` screenshot stitches the
+    page together under a fixed viewport and leaves the sticky top bar floating mid-page.
+    """
+
+    def save(page: Any, name: str, *, docs: str | None = None, whole: bool = False) -> None:
+        size = page.viewport_size
+        if whole:
+            height = page.evaluate("() => document.documentElement.scrollHeight")
+            page.set_viewport_size({"width": size["width"], "height": max(size["height"], height)})
+        try:
+            path = shots / f"{name}.png"
+            page.screenshot(path=path, animations="disabled")
+        finally:
+            if whole:
+                page.set_viewport_size(size)
+        if docs and os.environ.get("NETACLAW_DOCS_SCREENSHOTS") == "1":
+            DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, DOCS_SCREENSHOTS / f"{docs}.png")
+
+    return save

@@ -44,7 +44,9 @@ def _send(page: Page, text: str) -> None:
     box.press("Enter")
 
 
-def test_token_bar_colours_tick_and_breakdown(page: Page, data, daphne_url, llm, shots) -> None:
+def test_token_bar_colours_tick_and_breakdown(
+    page: Page, data, daphne_url, llm, readme_shot
+) -> None:
     """Seed §8.1 with an agent whose threshold is 85%, not the default 70%: green below
     it, orange from it to 90%, red with a pulse above; the tick sits at 85% and says so on
     hover and keyboard focus, also after a live token update; the status line's hover
@@ -75,7 +77,7 @@ def test_token_bar_colours_tick_and_breakdown(page: Page, data, daphne_url, llm,
             assert (animation, iterations) == ("pulse", "infinite")
         else:
             assert animation == "none"
-    page.screenshot(path=shots / "token-bar-danger.png", animations="disabled")
+    readme_shot(page, "token-bar-danger")
 
     # 3 px, the whole width of the composer, above the input
     box = bar.bounding_box()
@@ -92,7 +94,7 @@ def test_token_bar_colours_tick_and_breakdown(page: Page, data, daphne_url, llm,
     tick.hover()
     expect(tip).to_be_visible()
     expect(tip).to_have_text("自动压缩阈值 85%")
-    page.screenshot(path=shots / "threshold-tick-hover.png", animations="disabled")
+    readme_shot(page, "threshold-tick-hover", docs="token-bar-threshold")
 
     breakdown = page.locator("#meter-status .breakdown")
     expect(breakdown).to_be_hidden()

@@ -65,7 +65,7 @@ def _failed_bubble(page: Page):
 DONE_TEXT = re.compile(r"上下文已压缩 · 移除 \d+ 条消息 · 节省 \d+% token")
 
 
-def test_auto_compaction_at_the_threshold(page: Page, data, daphne_url, llm, shots) -> None:
+def test_auto_compaction_at_the_threshold(page: Page, data, daphne_url, llm, readme_shot) -> None:
     """Chat until the context passes the agent's threshold: the bar turns orange, the
     next message compacts automatically (blue bar, 「正在压缩上下文...」), then the done
     bubble and the answer."""
@@ -84,7 +84,7 @@ def test_auto_compaction_at_the_threshold(page: Page, data, daphne_url, llm, sho
     expect(bar).to_have_attribute("data-state", "warn")
     assert int(bar.get_attribute("aria-valuenow")) > 2800
     assert llm.requests_for(AUX_MODEL) == []
-    page.screenshot(path=shots / "token-bar-over-threshold.png", animations="disabled")
+    readme_shot(page, "token-bar-over-threshold")
 
     llm.aux_delay = 2.0  # long enough to watch the animation
     _send(page, "好，开始拆分吧。")
@@ -92,7 +92,7 @@ def test_auto_compaction_at_the_threshold(page: Page, data, daphne_url, llm, sho
     expect(page.locator("#compaction-flag")).to_have_attribute("data-compacting", "true")
     expect(page.locator("#meter-status .status-compacting")).to_be_visible()
     expect(page.locator("#meter-status .status-numbers")).to_be_hidden()
-    page.screenshot(path=shots / "compacting.png", animations="disabled")
+    readme_shot(page, "compacting", docs="chat-compacting")
 
     done = _done_bubble(page)
     expect(done).to_have_text(DONE_TEXT)
@@ -104,7 +104,7 @@ def test_auto_compaction_at_the_threshold(page: Page, data, daphne_url, llm, sho
     expect(last_answer).to_contain_text("好，开始拆分吧")
     expect(bar).to_have_attribute("data-state", "ok")
     expect(page.locator("#turn-status")).to_have_attribute("data-busy", "false")
-    page.screenshot(path=shots / "compaction-done.png", animations="disabled")
+    readme_shot(page, "compaction-done", docs="chat-compaction-done")
     aux = llm.requests_for(AUX_MODEL)
     assert len(aux) == 1 and GOAL in _decoded(aux[0].body)
     # the answer was asked for after the compaction, with the summary in its context
@@ -135,7 +135,7 @@ def test_goal_and_file_paths_reach_the_model_after_compaction(
 
 
 def test_manual_compact_from_the_input_and_the_button(
-    page: Page, data, daphne_url, llm, shots
+    page: Page, data, daphne_url, llm, readme_shot
 ) -> None:
     user, agent = _setup(data)
     session = _seeded_session(data, user, agent, turns=5, chars=300)  # far below the threshold
@@ -159,7 +159,7 @@ def test_manual_compact_from_the_input_and_the_button(
     dialog = page.get_by_role("dialog", name="压缩摘要")
     expect(dialog).to_contain_text(GOAL)
     expect(dialog.locator("li", has_text="src/app/config.py")).to_be_visible()
-    page.screenshot(path=shots / "summary-drawer-live.png", animations="disabled")
+    readme_shot(page, "summary-drawer-live", docs="summary-drawer")
     page.keyboard.press("Escape")
 
     for _ in range(3):  # enough new messages for a second compaction
@@ -175,7 +175,7 @@ def test_manual_compact_from_the_input_and_the_button(
     assert [t.strip() for t in _done_bubble(page).all_inner_texts()] == live
 
 
-def test_views_after_a_live_compaction(page: Page, data, daphne_url, llm, shots) -> None:
+def test_views_after_a_live_compaction(page: Page, data, daphne_url, llm, readme_shot) -> None:
     user, agent = _setup(data)
     session = _seeded_session(data, user, agent, turns=5, chars=300)
     data.login(page.context, user, daphne_url)
@@ -188,7 +188,7 @@ def test_views_after_a_live_compaction(page: Page, data, daphne_url, llm, shots)
     expect(page.locator(".history-banner")).to_contain_text("当前显示完整历史（含已压缩消息）")
     expect(page.locator("#messages article.is-compacted").first).to_be_visible()
     assert page.locator("#messages article").count() > compacted_count
-    page.screenshot(path=shots / "full-history-after-compaction.png", animations="disabled")
+    readme_shot(page, "full-history-after-compaction", docs="full-history-view")
     page.get_by_role("link", name="切换回压缩视图").click()
     expect(page.locator(".history-banner")).to_have_count(0)
     expect(page.locator("#messages article")).to_have_count(compacted_count)
@@ -226,7 +226,7 @@ def test_no_auxiliary_model_configured(page: Page, data, daphne_url) -> None:
 
 
 def test_auxiliary_out_of_credit_fails_and_the_chat_goes_on(
-    page: Page, data, daphne_url, llm, shots
+    page: Page, data, daphne_url, llm, readme_shot
 ) -> None:
     user, agent = _setup(data)
     session = _seeded_session(data, user, agent, turns=6, chars=1100)  # over the threshold
@@ -242,7 +242,7 @@ def test_auxiliary_out_of_credit_fails_and_the_chat_goes_on(
     # the turn goes on with the original context
     expect(page.locator("#messages article[data-role=assistant]").last).to_contain_text("还在吗")
     expect(page.locator("#turn-status")).to_have_attribute("data-busy", "false")
-    page.screenshot(path=shots / "compaction-failed.png", animations="disabled")
+    readme_shot(page, "compaction-failed", docs="chat-compaction-failed")
     assert len(llm.requests_for(MAIN_MODEL)) >= 1
 
 
@@ -276,7 +276,7 @@ def test_a_message_typed_during_compaction_is_queued_and_answered(
     assert "压缩期间发的消息" in _decoded(answered)
 
 
-def test_the_live_chat_in_english(page: Page, data, daphne_url, llm) -> None:
+def test_the_live_chat_in_english(page: Page, data, daphne_url, llm, readme_shot) -> None:
     user, agent = _setup(data)
     session = _seeded_session(data, user, agent, turns=5, chars=300)
     data.login(page.context, user, daphne_url)
@@ -290,3 +290,4 @@ def test_the_live_chat_in_english(page: Page, data, daphne_url, llm) -> None:
         re.compile(r"Context compacted · removed \d+ messages? · saved \d+% tokens")
     )
     expect(page.locator("#meter-status")).to_contain_text("compacted 1 time")
+    readme_shot(page, "english-compaction-done")

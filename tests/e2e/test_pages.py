@@ -151,7 +151,7 @@ def test_long_history_loads_earlier_pages(page: Page, data, daphne_url) -> None:
     expect(page.get_by_role("button", name="加载更早的消息")).to_have_count(0)
 
 
-def test_agent_page_compaction_settings(page: Page, data, daphne_url, shots) -> None:
+def test_agent_page_compaction_settings(page: Page, data, daphne_url, readme_shot) -> None:
     staff = data.user("staff", staff=True)
     aux = data.aux_channel(name="摘要模型")
     agent = data.agent(name="配置测试", model_channel=data.channel())
@@ -166,9 +166,7 @@ def test_agent_page_compaction_settings(page: Page, data, daphne_url, shots) -> 
     expect(section.locator("output")).to_have_text("85%")
     section.get_by_label("辅助模型").select_option(label=str(aux))
     section.get_by_label("保护头部").fill("5")
-    page.screenshot(
-        path=shots / "agent-compaction-settings.png", full_page=True, animations="disabled"
-    )
+    readme_shot(page, "agent-compaction-settings", docs="agent-compaction-settings", whole=True)
     page.get_by_role("button", name="保存").click()
     expect(page.get_by_text("Agent 已保存。")).to_be_visible()
     agent.refresh_from_db()
