@@ -316,3 +316,31 @@ def test_every_page_in_both_languages(page: Page, data, daphne_url) -> None:
         )
         page.goto("/accounts/login/")
         expect(page.get_by_label(words)).to_be_visible()
+
+
+def test_admin_pages_load_cleanly(page: Page, data, daphne_url) -> None:
+    """The admin manages every model (README): its pages load in both languages without a
+    console error (they once asked for a missing /favicon.ico)."""
+    staff = data.user("admin", staff=True)
+    channel = data.channel()
+    agent = data.agent(model_channel=channel)
+    session = data.session(owner=staff, agent=agent, title="admin")
+    data.login(page.context, staff, daphne_url)
+    urls = [
+        "/admin/",
+        "/admin/agents/agent/",
+        "/admin/agents/agent/add/",
+        f"/admin/agents/agent/{agent.pk}/change/",
+        "/admin/agents/modelchannel/",
+        f"/admin/agents/modelchannel/{channel.pk}/change/",
+        "/admin/agents/chatsession/",
+        f"/admin/agents/chatsession/{session.pk}/change/",
+    ]
+    for language in ("zh-hans", "en"):
+        page.context.add_cookies(
+            [{"name": "django_language", "value": language, "url": daphne_url}]
+        )
+        for url in urls:
+            response = page.goto(url)
+            assert response is not None and response.status == 200, url
+            page.wait_for_load_state("networkidle")
