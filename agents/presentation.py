@@ -297,6 +297,16 @@ class MeterView:
         return f"{self.max:,}"
 
     @property
+    def breakdown_display(self) -> dict[str, str]:
+        """The hover breakdown's figures, grouped like the status line's (12,345)."""
+        return {
+            "input": f"{self.input_tokens:,}",
+            "output": f"{self.output_tokens:,}",
+            "tool": f"{self.tool_tokens:,}",
+            "calls": f"{self.api_calls:,}",
+        }
+
+    @property
     def percent_display(self) -> str:
         return f"{self.percent:.0f}"
 

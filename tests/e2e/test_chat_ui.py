@@ -100,7 +100,8 @@ def test_token_bar_colours_tick_and_breakdown(
     expect(breakdown).to_be_hidden()
     page.locator("#meter-status .status-numbers").hover()
     expect(breakdown).to_be_visible()
-    expect(breakdown).to_contain_text(re.compile(r"输入 \d+ · 输出 \d+ · 工具 \d+ tokens"))
+    expect(breakdown).to_contain_text(re.compile(r"输入 [\d,]+ · 输出 [\d,]+ · 工具 [\d,]+ tokens"))
+    readme_shot(page, "meter-breakdown-hover")
     expect(page.locator("#meter-status .status-numbers")).to_have_text(
         re.compile(r"3,601/4,000 tokens · 阈值 85% · 已压缩 0 次")
     )

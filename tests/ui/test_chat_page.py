@@ -97,7 +97,7 @@ def test_meter_starts_from_the_server_figures(zh_client, session) -> None:
     assert "state-ok" in bar.classes  # 5000/8000 = 63% < 70%
     status = doc.by_id("meter-status").text()
     assert f"{used:,}/8,000 tokens · 阈值 70% · 已压缩 0 次" in " ".join(status.split())
-    assert "输入 5000 · 输出 120" in " ".join(status.split())
+    assert "输入 5,000 · 输出 120" in " ".join(status.split())
     assert doc.by_id("compaction-flag").get("data-compacting") == "false"
 
 

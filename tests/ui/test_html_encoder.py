@@ -152,7 +152,7 @@ def test_token_update_replaces_bar_and_status() -> None:
     assert (status.id, status.get("hx-swap-oob")) == ("meter-status", "true")
     text = " ".join(status.text().split())
     assert "5,800/8,000 tokens · 阈值 70% · 已压缩 2 次" in text
-    assert "输入 1200 · 输出 300 · 工具 90 tokens · 4 次 API 调用" in text
+    assert "输入 1,200 · 输出 300 · 工具 90 tokens · 4 次 API 调用" in text
     en = " ".join(_frame(event, "en")[1].text().split())
     # a reading taken while the lease is held keeps the page in the compacting state
     compacting = TokenUpdate(SID, 0, 0, 0, 10, 8000, 70, True, compacting=True)
