@@ -25,7 +25,7 @@ def test_core_imports_no_framework_or_sdk() -> None:
         capture_output=True,
         text=True,
         check=True,
-        env={"PATH": "", "PYTHONPATH": str(ROOT)},
+        env={"PYTHONPATH": str(ROOT), "PYTHONNOUSERSITE": "1"},
     )
     loaded = set(json.loads(done.stdout))
     assert "compaction" in loaded
