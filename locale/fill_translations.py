@@ -164,6 +164,9 @@ ZH: dict[str, str | list[str]] = {
     "base_url is required for the openai_compatible provider.": "openai_compatible 提供商必须填写 base_url。",
     "%(value)r is not the id of a model channel.": "%(value)r 不是模型渠道的 ID。",
     # --- no model channel help ---
+    "The model channel “%(channel)s” of “%(name)s” is disabled, so it cannot answer.": (
+        "「%(name)s」的模型渠道「%(channel)s」已停用，暂时无法回答。"
+    ),
     "“%(name)s” has no model channel yet, so it cannot answer.": "「%(name)s」还没有配置模型渠道，暂时无法回答。",
     "Add a channel with an Anthropic, OpenAI or DeepSeek API key, or point it at an OpenAI-compatible local server such as Ollama (http://127.0.0.1:11434/v1) or vLLM (http://127.0.0.1:8000/v1), then choose it on the agent's page.": (
         "添加一个模型渠道：填入 Anthropic、OpenAI 或 DeepSeek 的 API Key，或连接 OpenAI 兼容的本地服务，如 Ollama（http://127.0.0.1:11434/v1）或 vLLM（http://127.0.0.1:8000/v1），然后在 Agent 页面选择它。"
@@ -282,6 +285,9 @@ ZH: dict[str, str | list[str]] = {
     "dictionary entries": "字典条目",
     # --- admin ---
     "Compact the selected sessions now": "立即压缩所选会话",
+    # templates/admin/base_site.html repeats Django's own admin strings (same wording)
+    "Django site admin": "Django 站点管理员",
+    "Django administration": "Django 管理",
     # --- shell ---
     "Simplified Chinese": "简体中文",
     "English": "English",

@@ -314,3 +314,22 @@ def test_csrf_token_reaches_htmx_requests(zh_client, session) -> None:
     body = parse(html).select("body")[0]
     assert "X-CSRFToken" in body.get("hx-headers")
     assert settings.CSRF_HEADER_NAME == "HTTP_X_CSRFTOKEN"
+
+
+@pytest.mark.parametrize(
+    ("language", "text"),
+    [
+        ("zh-hans", "「Helper」的模型渠道「Main」已停用，暂时无法回答。"),
+        ("en", "The model channel “Main” of “Helper” is disabled, so it cannot answer."),
+    ],
+)
+def test_a_disabled_model_channel_is_named(client, user, session, channel, language, text):
+    channel.enabled = False
+    channel.save()
+    client.force_login(user)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = language
+    for url in ["/chat/", f"/chat/{session.pk}/"]:
+        help_box = parse(client.get(url).content).select(data_help="no-model-channel")
+        assert help_box, url
+        assert text in " ".join(help_box[0].text().split())
+        assert "Ollama" in help_box[0].text()
