@@ -333,3 +333,19 @@ def test_a_disabled_model_channel_is_named(client, user, session, channel, langu
         assert help_box, url
         assert text in " ".join(help_box[0].text().split())
         assert "Ollama" in help_box[0].text()
+
+
+def test_a_reload_during_a_compaction_shows_it(zh_client, session) -> None:
+    """The compaction's lease is held: blue bar, status text and the pending bubble."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    ChatSession.objects.filter(pk=session.pk).update(
+        compaction_lease_holder="another-process",
+        compaction_lease_expires_at=timezone.now() + timedelta(minutes=5),
+    )
+    doc = parse(zh_client.get(f"/chat/{session.pk}/").content)
+    assert doc.by_id("compaction-flag").get("data-compacting") == "true"
+    pending = doc.by_id("compaction-pending")
+    assert pending is not None and pending.text().strip() == "正在压缩上下文..."
