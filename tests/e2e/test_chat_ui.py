@@ -145,7 +145,7 @@ def test_the_answer_streams_before_it_is_stored(page: Page, data, daphne_url, ll
     data.login(page.context, user, daphne_url)
     open_chat(page, session)
     answer = "第一句先到。第二句随后。第三句最后才到，整段回答是一点一点流出来的。"
-    llm.queue_main(Reply(text=answer, chunk_size=4, delay_per_chunk=0.12))
+    llm.queue_main(Reply(text=answer, chunk_size=4, delay_per_chunk=0.25))
     _send(page, "讲慢一点")
     stream = page.locator("#stream-text")
     expect(stream).to_contain_text("第一句")
