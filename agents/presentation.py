@@ -270,15 +270,17 @@ class MeterView:
 
     @property
     def state(self) -> MeterState:
-        """Green below the threshold, orange up to 90%, red above (exact, not rounded)."""
+        """Green below the threshold, orange from it to 90%, red above 90% (exact, not
+        rounded). Red wins over green: with a threshold of 95% the window is nearly full
+        at 92% all the same."""
         if not self.max:
             return "ok"
         share = 100 * self.used
+        if share > DANGER_PERCENT * self.max:
+            return "danger"
         if share < self.threshold_percent * self.max:
             return "ok"
-        if share <= DANGER_PERCENT * self.max:
-            return "warn"
-        return "danger"
+        return "warn"
 
     @property
     def fill_css(self) -> str:

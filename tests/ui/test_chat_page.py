@@ -113,6 +113,20 @@ def test_meter_colour_follows_threshold_and_90_percent(zh_client, session, used,
     assert bar.get("data-state") == state
 
 
+@pytest.mark.parametrize(("used", "state"), [(7200, "ok"), (7201, "danger"), (7600, "danger")])
+def test_above_90_percent_is_red_even_below_a_95_percent_threshold(
+    zh_client, user, channel, used, state
+) -> None:
+    agent = make_agent(model_channel=channel, compaction_threshold_percent=95)
+    session = make_session(owner=user, agent=agent)
+    reply = message_append(session=session, role="assistant", content="a")
+    session_record_usage(
+        session=session, input_tokens=used, output_tokens=1, input_position=reply.position
+    )
+    bar = parse(zh_client.get(f"/chat/{session.pk}/").content).by_id("token-bar")
+    assert bar.get("data-state") == state
+
+
 def test_threshold_marker_uses_the_agents_threshold(zh_client, user) -> None:
     session = make_session(owner=user, agent=make_agent(compaction_threshold_percent=85))
     bar = parse(zh_client.get(f"/chat/{session.pk}/").content).by_id("token-bar")
