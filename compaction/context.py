@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.meter import context_window
+from agents.meter import context_window, meter_read
 from agents.models import ChatSession, ModelChannel
 from agents.models import Message as StoredMessage
 from agents.selectors import llm_history_load
@@ -11,8 +11,13 @@ from compaction.core import (
     CompactionPolicy,
     Message,
     ToolCall,
+    estimate_messages,
     repair_tool_pairing,
 )
+
+# estimate ÷ measured outside this range is a broken report, not a language
+MIN_CALIBRATION = 0.1
+MAX_CALIBRATION = 4.0
 
 
 def to_core_message(stored: StoredMessage) -> Message:
@@ -48,13 +53,39 @@ def llm_context_for_session(session: ChatSession) -> list[Message]:
     return repaired
 
 
+def _calibrated_window(session: ChatSession, messages: list[Message], window: int) -> int:
+    """The model's window in the units the core counts in (DESIGN 13).
+
+    The trigger reads the provider's reported input tokens; the core counts with the
+    seed's chars/4 estimate, which undercounts Chinese 2.8–4.4×. Left alone, a Chinese
+    conversation over the real threshold looks "under the threshold" to the core and is
+    never compacted. Scaling the window by estimate ÷ measured makes the core's threshold
+    and tail budget the same fraction of the real window the trigger used.
+    """
+    if session.last_input_tokens is None:
+        return window  # nothing measured yet: both sides count with the estimate
+    measured = meter_read(session=session).used_tokens
+    estimated = estimate_messages(messages)
+    if measured <= 0 or estimated <= 0:
+        return window
+    scale = min(max(estimated / measured, MIN_CALIBRATION), MAX_CALIBRATION)
+    return max(1, round(window * scale))
+
+
 def policy_for_session(
-    session: ChatSession, *, auxiliary: ModelChannel | None = None
+    session: ChatSession,
+    *,
+    auxiliary: ModelChannel | None = None,
+    messages: list[Message] | None = None,
 ) -> CompactionPolicy:
+    """The agent's policy; given the messages, calibrated to what the provider measured."""
     agent = session.agent
     aux_window = context_window(auxiliary) if auxiliary is not None else 128_000
+    window = context_window(agent.model_channel)
+    if messages is not None:
+        window = _calibrated_window(session, messages, window)
     return CompactionPolicy(
-        context_window=context_window(agent.model_channel),
+        context_window=window,
         threshold_percent=agent.compaction_threshold_percent,
         protect_first_n=agent.compaction_protect_first_n,
         aux_context_window=aux_window,

@@ -26,6 +26,7 @@ from agents.models import ChatSession
 from channels_app.events import (
     CompactionDone,
     CompactionFailed,
+    CompactionSkipped,
     CompactionStart,
     MessageStored,
     ServerEvent,
@@ -98,7 +99,7 @@ class CompactionService:
     def plan(self, *, session: ChatSession) -> PlanReport:
         """What a manual compaction would do now; no model call, no writes."""
         messages = core_messages_for_session(session)
-        p = core.plan(messages, policy_for_session(session), force=True)
+        p = core.plan(messages, policy_for_session(session, messages=messages), force=True)
         summarized = len([m for m in p.middle if m.id is not None])
         return PlanReport(
             status=p.status,
@@ -144,8 +145,8 @@ class CompactionService:
         tokens_before = 0
         try:
             client = AuxiliaryClient.for_agent(session.agent)
-            policy = policy_for_session(session, auxiliary=client.channel)
             messages = core_messages_for_session(session)
+            policy = policy_for_session(session, auxiliary=client.channel, messages=messages)
 
             def summarize(request: core.SummaryRequest) -> str:
                 if progress is not None:
@@ -157,8 +158,20 @@ class CompactionService:
             )
             tokens_before = result.tokens_before
             if result.status == core.UNDER_THRESHOLD:
+                # the start was announced: every start gets its ending
+                skipped = CompactionSkipped(
+                    session_id=sid,
+                    reason="under_threshold",
+                    error="上下文未超过阈值，无需压缩 (the context is under the threshold)",
+                )
+                broadcast(sid, skipped)
                 return CompactionOutcome(
-                    status="nothing", tokens_before=tokens_before, tokens_after=tokens_before
+                    status="nothing",
+                    reason="under_threshold",
+                    error=skipped.error,
+                    tokens_before=tokens_before,
+                    tokens_after=tokens_before,
+                    event=skipped,
                 )
             if result.status in _STATUS_FAILURES:
                 raise CompactionFailure(*_STATUS_FAILURES[result.status])
