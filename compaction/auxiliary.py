@@ -68,8 +68,7 @@ class AuxiliaryClient:
                 )
             )
         except LLMError as exc:
-            detail = f"{exc.message} (HTTP {exc.status})" if exc.status else exc.message
-            raise AuxiliaryError(exc.reason, detail, exc.status) from None
+            raise AuxiliaryError(exc.reason, exc.message, exc.status) from None  # has the status
         if completion.usage is not None:
             self.usage.append((completion.usage.input_tokens, completion.usage.output_tokens))
         return completion.text

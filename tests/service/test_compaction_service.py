@@ -113,6 +113,9 @@ def test_auxiliary_failures_leave_history_untouched(llm_server, settings, action
     assert _rows(session) == before
     bubble = Message.objects.get(session=session, metadata__systemType="compaction_event")
     assert bubble.metadata["status"] == "failed" and bubble.content.startswith("压缩失败：")
+    status = getattr(action, "status", None)
+    if status is not None:
+        assert outcome.error.count(f"HTTP {status}") == 1, outcome.error
 
 
 def test_no_auxiliary_model_is_a_clear_failure(llm_server) -> None:
