@@ -16,12 +16,16 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Debian's Chromium for the browser tests (Playwright cannot download browsers here).
+# Debian's Chromium for the browser tests (Playwright cannot download browsers here), and a
+# CJK font so the Chinese UI in their screenshots is text, not empty boxes.
 system-deps:
-	@if [ ! -x /usr/bin/chromium ]; then \
-	  echo "Installing Debian's chromium for the browser tests"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
-	    || { echo "could not install chromium (run as root, or apt-get install chromium)"; exit 1; }; \
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	fc-list 2>/dev/null | grep -qi 'Noto Sans CJK' || missing="$$missing fonts-noto-cjk"; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages for the browser tests:$$missing"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \
+	    || { echo "could not install$$missing (run as root, or apt-get install$$missing)"; exit 1; }; \
 	fi
 
 run: $(STAMP)
