@@ -44,3 +44,26 @@ def message_from_json(data: dict[str, Any]) -> Message:
 
 def policy_from_json(data: dict[str, Any]) -> CompactionPolicy:
     return CompactionPolicy(**data)
+
+
+def transcript_messages(raw: list[dict[str, Any]]) -> list[Message]:
+    """A normalized OpenAI-format transcript as core messages, numbered from 1.
+
+    Tool calls come flat (``{id, name, arguments}``) or nested under ``function``.
+    """
+    out = []
+    for number, data in enumerate(raw, start=1):
+        calls = []
+        for call in data.get("tool_calls") or ():
+            function = call.get("function") or call
+            calls.append(ToolCall(call["id"], function["name"], function.get("arguments") or ""))
+        out.append(
+            Message(
+                role=data["role"],
+                content=data.get("content") or "",
+                tool_calls=tuple(calls),
+                tool_call_id=data.get("tool_call_id"),
+                id=number,
+            )
+        )
+    return out

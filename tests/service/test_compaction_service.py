@@ -220,7 +220,7 @@ def test_compact_session_command_errors(llm_server) -> None:
 
 
 def test_import_export_round_trip_of_a_real_transcript() -> None:
-    source = DATA / "005_miniswe-deepseek-astropy-12907.json"
+    source = DATA / "transcripts" / "005_miniswe-deepseek-astropy-12907.json"
     agent = make_agent()
     make_user("importer", is_superuser=True)
     out = StringIO()
