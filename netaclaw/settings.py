@@ -106,7 +106,12 @@ TEMPLATES = [
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=0,
+        # Production keeps connections: every ORM call of a socket is wrapped in
+        # close_old_connections(), so with 0 each one opened a new PostgreSQL backend — most
+        # of a chat turn's cost under load (bench.ws_load). Development and tests keep 0:
+        # worker threads' connections would outlive the test database.
+        conn_max_age=0 if DEBUG else 600,
+        conn_health_checks=not DEBUG,
     )
 }
 if os.environ.get("NETACLAW_TEST_DB_NAME"):
@@ -121,9 +126,15 @@ if REDIS_URL:
                 # redis-py 8 reads with a 5 s socket timeout by default, the same as
                 # channels-redis's blocking pop: every idle consumer then died with 1011
                 # (django/channels_redis#422). Reads may wait longer than the pop.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                # redis-py 8 also caps a pool at 100 connections and then fails at once:
+                # channels-redis takes one per command, so 100+ layer calls in flight (a few
+                # hundred sockets joining their groups together) closed sockets with 1011.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30, "max_connections": 2000}],
                 "prefix": os.environ.get("NETACLAW_CHANNEL_PREFIX", "netaclaw"),
-                "capacity": 1000,
+                # Per process, not per socket: every consumer of a process shares one Redis
+                # list, and group_send silently drops what does not fit — a few hundred
+                # sockets' turns (six events each) lost their turn_done at 1000.
+                "capacity": 100_000,
                 "expiry": 60,
             },
         }
