@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -45,12 +45,46 @@ def _estimate(role: str, content: str, tool_calls: Sequence[dict[str, str]]) -> 
 
 def _next_positions(session: ChatSession, count: int) -> int:
     """Reserve ``count`` positions under the row lock; returns the first one."""
-    ChatSession.objects.filter(pk=session.pk).update(
-        last_position=F("last_position") + count, updated_at=timezone.now()
-    )
-    last = ChatSession.objects.filter(pk=session.pk).values_list("last_position", flat=True).get()
+    last = _reserve_returning(session, count) if _can_update_returning() else None
+    if last is None:
+        ChatSession.objects.filter(pk=session.pk).update(
+            last_position=F("last_position") + count, updated_at=timezone.now()
+        )
+        last = (
+            ChatSession.objects.filter(pk=session.pk).values_list("last_position", flat=True).get()
+        )
     session.last_position = last
     return last - count + 1
+
+
+def _can_update_returning() -> bool:
+    if connection.vendor == "postgresql":
+        return True
+    return connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35)
+
+
+def _reserve_returning(session: ChatSession, count: int) -> int:
+    """The same reservation in one statement (``UPDATE … RETURNING``): one round trip less
+    on every message stored (bench.ws_load)."""
+    meta = ChatSession._meta
+    quote = connection.ops.quote_name
+    last, updated, pk = (meta.get_field(n) for n in ("last_position", "updated_at", "id"))
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {quote(last.column)} = {quote(last.column)} + %s, "
+        f"{quote(updated.column)} = %s WHERE {quote(pk.column)} = %s "
+        f"RETURNING {quote(last.column)}"
+    )
+    params = [
+        count,
+        updated.get_db_prep_value(timezone.now(), connection),
+        pk.get_db_prep_value(session.pk, connection),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise ChatSession.DoesNotExist("the session is gone")
+    return int(row[0])
 
 
 def message_append(

@@ -7,21 +7,22 @@ sends the same events as HTML fragments for the HTMX chat page at
 
 from __future__ import annotations
 
-import json
 import logging
+import uuid
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils import translation
 
 from agents.access import SessionNotFound, session_for_user
-from channels_app.events import ErrorEvent, ServerEvent, event_from_layer
+from channels_app.consumer_base import EventSocketConsumer
+from channels_app.events import ErrorEvent, ServerEvent
 from channels_app.gateway import gateway
 from channels_app.groups import session_group
 from channels_app.protocol import ChatFrame, ProtocolError, parse_client_frame
+from channels_app.turns import store_chat_message
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ def _owned_session_id(user: Any, session_id: str) -> str | None:
         return None
 
 
-class ChatConsumer(AsyncWebsocketConsumer):
+class ChatConsumer(EventSocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -56,41 +57,46 @@ class ChatConsumer(AsyncWebsocketConsumer):
         except ProtocolError as exc:
             await self.send_event(ErrorEvent(exc.error, exc.reason, exc.session_id))
             return
+        if isinstance(frame, ChatFrame):
+            # The access check, the store and (when nothing else is queued for the session)
+            # the turn's reads are one trip to the database.
+            idle = gateway.is_idle(_canonical(frame.session_id))
+            stored = await store_chat_message(self.user, frame.session_id, frame.content, idle)
+            if stored is None:
+                await self.refuse_session(frame.session_id)
+                return
+            await self.join_group(stored.session_id)
+            await gateway.submit_stored_chat(
+                session_id=stored.session_id,
+                user_message=stored.user_message,
+                reply=self.send_event,
+                prepared=stored.prepared,
+            )
+            return
         session_id = await self.join_session(frame.session_id)
         if session_id is None:
             return
-        if isinstance(frame, ChatFrame):
-            await gateway.submit_chat(
-                session_id=session_id, content=frame.content, reply=self.send_event
-            )
-        else:
-            await gateway.submit_compact(
-                session_id=session_id, instructions=frame.instructions, reply=self.send_event
-            )
+        await gateway.submit_compact(
+            session_id=session_id, instructions=frame.instructions, reply=self.send_event
+        )
 
     async def join_session(self, raw_session_id: str) -> str | None:
         """Access check through the one gate; unknown and foreign look the same."""
         session_id = await _owned_session_id(self.user, raw_session_id)
         if session_id is None:
-            await self.send_event(
-                ErrorEvent("no such session", "unknown_session", raw_session_id[:64])
-            )
+            await self.refuse_session(raw_session_id)
             return None
+        await self.join_group(session_id)
+        return session_id
+
+    async def refuse_session(self, raw_session_id: str) -> None:
+        await self.send_event(ErrorEvent("no such session", "unknown_session", raw_session_id[:64]))
+
+    async def join_group(self, session_id: str) -> None:
         group = session_group(session_id)
         if group not in self.joined:
             await self.channel_layer.group_add(group, self.channel_name)
             self.joined.add(group)
-        return session_id
-
-    async def session_event(self, message: dict[str, Any]) -> None:
-        """Channel-layer handler for events broadcast to a session's group."""
-        await self.send_event(event_from_layer(message))
-
-    async def send_event(self, event: ServerEvent) -> None:
-        await self.send(text_data=self.encode(event))
-
-    def encode(self, event: ServerEvent) -> str:
-        return json.dumps(event.to_json(), ensure_ascii=False)
 
 
 class ChatHtmlConsumer(ChatConsumer):
@@ -110,6 +116,14 @@ class ChatHtmlConsumer(ChatConsumer):
         from channels_app.html_encoder import render_event_html
 
         return render_event_html(event, language=self.language)
+
+
+def _canonical(raw_session_id: str) -> str:
+    """The runner key of a session id as a client may spell it ("" when it is no UUID)."""
+    try:
+        return str(uuid.UUID(raw_session_id))
+    except (ValueError, TypeError, AttributeError):
+        return ""
 
 
 def _language(scope: dict[str, Any]) -> str:

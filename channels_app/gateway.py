@@ -43,6 +43,7 @@ class ChatJob:
     session_id: str
     user_message: dict[str, Any]
     reply: Reply
+    prepared: turns.PreparedTurn | None = None  # read with the store; valid if nothing queued
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +96,30 @@ class Gateway:
     async def submit_chat(self, *, session_id: str, content: str, reply: Reply) -> None:
         """Store and announce the user's message now; the turn waits its turn in the queue."""
         user_message = await turns.store_user_message(session_id, content)
+        await self.submit_stored_chat(session_id=session_id, user_message=user_message, reply=reply)
+
+    def is_idle(self, session_id: str) -> bool:
+        """Nothing queued or running for this session in this process."""
+        runner = self._runners.get(session_id)
+        return runner is None or (
+            runner.queue.empty() and (runner.task is None or runner.task.done())
+        )
+
+    async def submit_stored_chat(
+        self,
+        *,
+        session_id: str,
+        user_message: dict[str, Any],
+        reply: Reply,
+        prepared: turns.PreparedTurn | None = None,
+    ) -> None:
+        """Announce a user's message already stored (the consumer stores it with its access
+        check, and prepares the turn in the same trip when the session was idle); the turn
+        waits its turn in the queue."""
         await abroadcast(session_id, MessageStored(session_id, user_message))
-        self._enqueue(ChatJob(session_id, user_message, reply))
+        if not self.is_idle(session_id):
+            prepared = None  # something got in first: read again when the turn starts
+        self._enqueue(ChatJob(session_id, user_message, reply, prepared))
 
     async def submit_compact(
         self, *, session_id: str, instructions: str | None, reply: Reply
@@ -153,16 +176,18 @@ class Gateway:
 
     async def _chat_turn(self, runner: SessionRunner, job: ChatJob) -> None:
         sid = runner.session_id
-        prepared = await turns.prepare_turn(session_id=sid, user_message=job.user_message)
+        prepared = job.prepared or await turns.prepare_turn(
+            session_id=sid, user_message=job.user_message
+        )
         if prepared.refusal is not None:
             await abroadcast(sid, prepared.refusal)
             await abroadcast(sid, TurnDone(sid))
             return
 
-        meter = await turns.token_update(sid)
-        if await turns.should_auto_compact(sid):
+        meter, messages = prepared.meter, prepared.messages
+        if prepared.compact_first:
             await self._compaction(runner, reason="auto")
-            meter = await turns.token_update(sid)
+            meter, messages = await turns.meter_and_context(sid)
         await abroadcast(sid, meter)
 
         auto_failed_this_turn = False
@@ -177,10 +202,12 @@ class Gateway:
             return await turns.llm_context(sid) if outcome.status == "done" else messages
 
         async def on_event(event: Any) -> None:
-            for server_event in await turns.handle_runtime_event(sid, event):
+            for server_event in await turns.handle_runtime_event(sid, event, prepared.session):
                 await abroadcast(sid, server_event)
 
-        await turns.run_turn(prepared, on_event=on_event, before_step=before_step)
+        await turns.run_turn(
+            prepared, messages=messages, on_event=on_event, before_step=before_step
+        )
         await abroadcast(sid, TurnDone(sid))
 
 

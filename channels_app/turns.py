@@ -7,6 +7,7 @@ runtime. Every function here that touches the ORM is sync and wrapped with
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from django.utils.translation import gettext as _
 
 from agents import services
 from agents.message_format import message_to_json
-from agents.meter import context_window, meter_read, system_prompt_tokens
+from agents.meter import MeterReading, context_window, meter_read, system_prompt_tokens
 from agents.models import ChatSession, Message, Role
 from channels_app.events import Delta, ErrorEvent, MessageStored, ServerEvent, TokenUpdate
 
@@ -27,6 +28,8 @@ MIN_TAIL_MESSAGES = 3
 
 @dataclass(frozen=True, slots=True)
 class PreparedTurn:
+    """Everything a turn needs before the model call, read in one trip to the database."""
+
     session_id: str
     user_message: dict[str, Any]
     refusal: ErrorEvent | None
@@ -34,6 +37,17 @@ class PreparedTurn:
     max_output_tokens: int = 4096
     workspace_root: Path | None = None
     todos: tuple[dict[str, Any], ...] = ()
+    meter: TokenUpdate | None = None  # the reading before the model call
+    compact_first: bool = False  # over the threshold: compact, then re-read meter and context
+    messages: tuple[Any, ...] = ()  # the model's context (empty when compact_first)
+    session: ChatSession | None = None  # reused by the turn's writes (same runner, one at a time)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChat:
+    session_id: str
+    user_message: dict[str, Any]
+    prepared: PreparedTurn | None = None
 
 
 def _session(session_id: str) -> ChatSession:
@@ -42,21 +56,56 @@ def _session(session_id: str) -> ChatSession:
     ).get(pk=session_id)
 
 
-def _store_user_message(session_id: str, content: str) -> dict[str, Any]:
-    """Stored the moment it arrives, before it waits in any queue: a crash loses nothing."""
-    session = ChatSession.objects.get(pk=session_id)
+def _append_user_message(session: ChatSession, content: str) -> dict[str, Any]:
     stored = services.message_append(session=session, role=Role.USER, content=content)
     if not session.title:
         ChatSession.objects.filter(pk=session.pk).update(title=content.strip()[:60])
     return message_to_json(stored, view="compacted")
 
 
+def _store_user_message(session_id: str, content: str) -> dict[str, Any]:
+    """Stored the moment it arrives, before it waits in any queue: a crash loses nothing."""
+    return _append_user_message(ChatSession.objects.get(pk=session_id), content)
+
+
 store_user_message = database_sync_to_async(_store_user_message)
 
 
+def _store_chat_message(
+    user: Any, raw_session_id: str, content: str, prepare: bool = False
+) -> StoredChat | None:
+    """The access check (the one gate) and the store in one trip; None: not this user's.
+
+    ``prepare``: the session has nothing queued in this process, so its turn will start
+    right away — prepare it in the same trip (the gateway drops it if that changed)."""
+    from agents.access import sessions_for_user
+
+    try:
+        key = uuid.UUID(str(raw_session_id))
+    except (ValueError, TypeError, AttributeError):
+        return None
+    # the gate's queryset, with what the turn reads next
+    session = (
+        sessions_for_user(user=user).select_related("agent__model_channel").filter(pk=key).first()
+    )
+    if session is None:
+        return None
+    session_id = str(session.pk)
+    user_message = _append_user_message(session, content)
+    prepared = _prepare_session_turn(session, user_message) if prepare else None
+    return StoredChat(session_id, user_message, prepared)
+
+
+store_chat_message = database_sync_to_async(_store_chat_message)
+
+
 def _prepare_turn(session_id: str, user_message: dict[str, Any]) -> PreparedTurn:
+    return _prepare_session_turn(_session(session_id), user_message)
+
+
+def _prepare_session_turn(session: ChatSession, user_message: dict[str, Any]) -> PreparedTurn:
     """Decide whether the model may be called now, and with what."""
-    session = _session(session_id)
+    session_id = str(session.pk)
     agent = session.agent
     channel = agent.model_channel
     if channel is None or not channel.enabled:
@@ -91,7 +140,10 @@ def _prepare_turn(session_id: str, user_message: dict[str, Any]) -> PreparedTurn
             ),
         )
     from agents.llm_channels import channel_config
+    from compaction.context import llm_context_for_session
 
+    reading = meter_read(session=session)
+    compact_first = _auto_compact_due(session, reading)
     return PreparedTurn(
         session_id,
         user_message,
@@ -100,6 +152,10 @@ def _prepare_turn(session_id: str, user_message: dict[str, Any]) -> PreparedTurn
         max_output_tokens=max(256, min(4096, window // 4)),
         workspace_root=Path(settings.NETACLAW["WORKSPACE_ROOT"]) / str(session.pk),
         todos=tuple(session.todos or ()),
+        meter=_token_update_from(session_id, reading),
+        compact_first=compact_first,
+        messages=() if compact_first else tuple(llm_context_for_session(session)),
+        session=session,
     )
 
 
@@ -108,7 +164,10 @@ async def prepare_turn(*, session_id: str, user_message: dict[str, Any]) -> Prep
 
 
 def _token_update(session_id: str) -> TokenUpdate:
-    reading = meter_read(session=_session(session_id))
+    return _token_update_from(session_id, meter_read(session=_session(session_id)))
+
+
+def _token_update_from(session_id: str, reading: MeterReading) -> TokenUpdate:
     return TokenUpdate(
         session_id=session_id,
         input_tokens=reading.input_tokens,
@@ -128,11 +187,17 @@ token_update = database_sync_to_async(_token_update)
 
 
 def _should_auto_compact(session_id: str) -> bool:
-    """Seed §2.1 and §10: over the threshold, enough history, not paused (DESIGN 9)."""
     session = _session(session_id)
+    return _auto_compact_due(session, None)
+
+
+def _auto_compact_due(session: ChatSession, reading: MeterReading | None) -> bool:
+    """Seed §2.1 and §10: over the threshold, enough history, not paused (DESIGN 9)."""
     if session.auto_compaction_paused_reason or session.agent.model_channel is None:
         return False
-    if not meter_read(session=session).over_threshold:
+    if reading is None:
+        reading = meter_read(session=session)
+    if not reading.over_threshold:
         return False
     visible = (
         Message.objects.filter(session=session, compacted_at__isnull=True)
@@ -162,10 +227,41 @@ def _llm_context(session_id: str) -> list[Any]:
 llm_context = database_sync_to_async(_llm_context)
 
 
-def _store_runtime_event(session_id: str, event: Any) -> list[ServerEvent]:
+def _meter_and_context(session_id: str) -> tuple[TokenUpdate, tuple[Any, ...]]:
+    """After a compaction: the new reading and the new context, from one session load."""
+    from compaction.context import llm_context_for_session
+
+    session = _session(session_id)
+    return (
+        _token_update_from(session_id, meter_read(session=session)),
+        tuple(llm_context_for_session(session)),
+    )
+
+
+meter_and_context = database_sync_to_async(_meter_and_context)
+
+# What a usage write changes on the session row, re-read for the meter that follows.
+_METER_FIELDS = (
+    "last_input_tokens",
+    "last_input_position",
+    "total_input_tokens",
+    "total_output_tokens",
+    "api_calls",
+    "compaction_count",
+    "compaction_lease_holder",
+    "compaction_lease_expires_at",
+)
+
+
+def _store_runtime_event(
+    session_id: str, event: Any, session: ChatSession | None = None
+) -> list[ServerEvent]:
+    """Store what the runtime produced; ``session`` (the turn's, loaded with its agent and
+    channel) saves reloading it, or it is loaded here."""
     from agents import runtime
 
-    session = ChatSession.objects.get(pk=session_id)
+    if session is None:
+        session = _session(session_id)
     if isinstance(event, runtime.AssistantMessage):
         usage = event.usage
         stored = services.message_append(
@@ -184,7 +280,8 @@ def _store_runtime_event(session_id: str, event: Any) -> list[ServerEvent]:
                 output_tokens=usage.output_tokens,
                 input_position=stored.position - 1,
             )
-            events.append(_token_update(session_id))
+            session.refresh_from_db(fields=_METER_FIELDS)
+            events.append(_token_update_from(session_id, meter_read(session=session)))
         return events
     if isinstance(event, runtime.ToolResult):
         stored = services.message_append(
@@ -211,12 +308,16 @@ def _store_runtime_event(session_id: str, event: Any) -> list[ServerEvent]:
 _store_runtime_event_async = database_sync_to_async(_store_runtime_event)
 
 
-async def handle_runtime_event(session_id: str, event: Any) -> list[ServerEvent]:
+async def handle_runtime_event(
+    session_id: str, event: Any, session: ChatSession | None = None
+) -> list[ServerEvent]:
     from agents import runtime
 
     if isinstance(event, runtime.TextDelta):
         return [Delta(session_id, event.text)]
-    return await _store_runtime_event_async(session_id, event)
+    if isinstance(event, runtime.UsageUpdate):
+        return []  # stored with the assistant message that follows it
+    return await _store_runtime_event_async(session_id, event, session)
 
 
 def _save_todos(session_id: str, items: list[dict[str, Any]]) -> None:
@@ -229,6 +330,7 @@ save_todos = database_sync_to_async(_save_todos)
 async def run_turn(
     prepared: PreparedTurn,
     *,
+    messages: tuple[Any, ...] | list[Any] | None = None,
     on_event: Callable[[Any], Awaitable[None]],
     before_step: Callable[[list[Any]], Awaitable[list[Any]]],
 ) -> Any:
@@ -240,7 +342,7 @@ async def run_turn(
     registry = default_registry(Workspace(prepared.workspace_root), todos)
     result = await runtime.run_agent(
         provider=get_provider(prepared.channel_config),
-        messages=await llm_context(prepared.session_id),
+        messages=list(messages) if messages is not None else await llm_context(prepared.session_id),
         tools=registry,
         on_event=on_event,
         max_tokens=prepared.max_output_tokens,

@@ -1,0 +1,40 @@
+"""The consumer machinery every chat socket shares (no models here: the load benchmark's echo
+yardstick, ``bench/echo_asgi.py``, runs on it without a database).
+
+Channels' ``AsyncConsumer.dispatch`` runs ``close_old_connections`` in the thread-sensitive
+executor before *every* handler — one thread hop per client frame and per layer event,
+queued behind all the ORM work of the process (the same single thread). Our handlers never
+touch the ORM themselves: every query goes through ``database_sync_to_async``, which closes
+stale connections around each call, so the extra hop only delayed event delivery under load
+(``bench.ws_load``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from channels.consumer import get_handler_name
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from channels_app.events import ServerEvent, event_from_layer
+
+
+class EventSocketConsumer(AsyncWebsocketConsumer):
+    """Dispatch without the per-message connection check; send typed events as JSON."""
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
+    async def session_event(self, message: dict[str, Any]) -> None:
+        """Channel-layer handler for events broadcast to a session's group."""
+        await self.send_event(event_from_layer(message))
+
+    async def send_event(self, event: ServerEvent) -> None:
+        await self.send(text_data=self.encode(event))
+
+    def encode(self, event: ServerEvent) -> str:
+        return json.dumps(event.to_json(), ensure_ascii=False)
