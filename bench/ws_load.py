@@ -1,26 +1,35 @@
-"""WebSocket load: N concurrent chat sockets against NetaClaw, next to a bare echo yardstick.
+"""WebSocket load: N concurrent chat sockets against NetaClaw, next to an echo yardstick.
 
-    .venv/bin/python -m bench.ws_load [--levels 100,250,500] [--turns 3] [--write]
-        [--py-spy FILE.svg]
+    DATABASE_URL=postgres://… REDIS_URL=redis://… .venv/bin/python -m bench.ws_load \
+        [--levels 100,250,500] [--turns 3] [--repeat 1] [--write] [--py-spy FILE.svg|.txt]
 
 Needs ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``: the production shape. The run
 
 1. starts the scripted model (``python -m tests.support.llm_server --responder echo``,
-   streaming over the OpenAI wire) in its own process;
+   streaming over the OpenAI SSE wire) in its own process;
 2. creates a throwaway database ``netaclaw_bench_ws_load`` on that server, migrates it and
    creates, with a small Django script in a subprocess, one user + token + session per
-   client and one agent whose model channel points at the scripted model (window 10 M
-   tokens: no compaction, this measures the chat path);
+   client and round, and one agent whose model channel points at the scripted model
+   (window 10 M tokens: no compaction, this measures the chat path);
 3. starts one Daphne serving NetaClaw (``DJANGO_DEBUG=0``, its own Redis key prefix) and
-   one Daphne serving ``bench/echo_asgi.py`` (same server and framework, no work);
+   one Daphne serving ``bench/echo_asgi.py``: the yardstick (``/ws/chat/``: the same
+   consumer base class and channel layer, the same six events per turn through Redis, no
+   authentication, database or model) and the bare echo (``/ws/direct/``: no layer);
 4. for each level N, on each server in turn: N ``websockets`` clients connect (token
-   header), then all at once each sends ``--turns`` chat frames one after the other and
-   times send → first ``delta`` and send → ``turn_done``;
-5. prints p50/p99 per level and server, the error count and p99(NetaClaw)/p99(echo).
+   header), then all at once each sends ``--turns`` chat frames, each after the previous
+   ``turn_done``, and times send → first ``delta`` and send → ``turn_done``; a turn counts
+   only with a delta, the stored answer (``message`` from the assistant) and
+   ``turn_done``. Every other outcome is an error: a failed connect (all its turns), an
+   ``error`` event, a closed socket (1011…), a timeout, a missing delta or answer, every
+   turn a failed client could not run, and every socket the server closes while the
+   clients idle for a few seconds after their turns;
+5. prints p50/p99 per level and server, the errors, the server's CPU time per turn and
+   p99(NetaClaw) / p99(echo yardstick) against the target (≤ 3×, no errors).
 
 Every loop is bounded (a timeout per turn and per level), all traffic stays on
 127.0.0.1, and every process it starts is stopped and the database dropped at the end.
-``--write`` records the table, date, nproc and command in BENCHMARKS.md ("WebSocket load").
+``--write`` records the tables, date, core count and command in BENCHMARKS.md
+("WebSocket load"), leaving the other sections alone.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import secrets
 import shutil
@@ -41,12 +51,18 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from bench.report import write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 DB_NAME = "netaclaw_bench_ws_load"
 HEADING = "## WebSocket load"
 TURN_TIMEOUT = 60.0  # seconds one chat turn may take before it counts as an error
 CONNECT_CONCURRENCY = 50  # handshakes in flight at once (Daphne's listen backlog is 50)
+IDLE_SECONDS = 6.0  # idle after the turns: longer than channels-redis's 5 s blocking pop
+WARM_UP = 5  # clients of the unrecorded warm-up round
+TARGET_CLIENTS = 500  # the requirement: 500 clients, no errors, p99 ≤ 3× the echo yardstick
 
 
 # ---------------------------------------------------------------------------
@@ -194,32 +210,46 @@ class LevelResult:
     turns: int
     first_delta: list[float] = field(default_factory=list)
     done: list[float] = field(default_factory=list)
-    errors: int = 0
+    errors: int = 0  # turns that did not complete, plus sockets the server closed
+    error_kinds: dict[str, int] = field(default_factory=dict)
     error_samples: list[str] = field(default_factory=list)
     connect_seconds: float = 0.0
     wall_seconds: float = 0.0
+    server_cpu_seconds: float = 0.0  # user + system
+    server_sys_seconds: float = 0.0
 
-    def error(self, text: str) -> None:
-        self.errors += 1
+    def error(self, kind: str, text: str, count: int = 1) -> None:
+        self.errors += count
+        self.error_kinds[kind] = self.error_kinds.get(kind, 0) + count
         if len(self.error_samples) < 5:
-            self.error_samples.append(text[:200])
+            self.error_samples.append(f"{self.server}: {text[:200]}")
 
 
 def percentile(samples: list[float], q: float) -> float:
-    """Nearest-rank percentile in milliseconds; NaN when there is no sample."""
+    """Nearest-rank percentile (the smallest sample with ≥ q % at or below it), in ms."""
     if not samples:
         return float("nan")
     ordered = sorted(samples)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    rank = max(1, min(len(ordered), math.ceil(q / 100 * len(ordered))))
     return ordered[rank - 1] * 1000
 
 
-async def _connect(port: int, token: str, gate: asyncio.Semaphore) -> Any:
+def _cpu_times(pid: int) -> tuple[float, float]:
+    """User and system CPU time of a process so far, in seconds (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan"), float("nan")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+async def _connect(port: int, path: str, token: str, gate: asyncio.Semaphore) -> Any:
     import websockets
 
     async with gate:
         return await websockets.connect(
-            f"ws://127.0.0.1:{port}/ws/chat/",
+            f"ws://127.0.0.1:{port}{path}",
             additional_headers={"Authorization": f"Token {token}"},
             open_timeout=30,
             max_size=2**22,
@@ -228,70 +258,120 @@ async def _connect(port: int, token: str, gate: asyncio.Semaphore) -> Any:
 
 
 async def _client(
-    ws: Any, session_id: str, turns: int, start: asyncio.Event, result: LevelResult
-) -> None:
+    ws: Any,
+    session_id: str,
+    turns: int,
+    start: asyncio.Event,
+    result: LevelResult,
+    *,
+    full: bool,
+) -> bool:
+    """Send ``turns`` chat frames one after the other; time each to its first ``delta`` and
+    to its ``turn_done``. A turn counts only if it brought a delta, ``turn_done`` and (when
+    ``full``) the stored answer; anything else is an error, and so is every turn the client
+    could not run after one failed."""
     await start.wait()
     for turn in range(turns):
         frame = json.dumps({"type": "chat", "sessionId": session_id, "content": f"hello {turn}"})
         sent = time.perf_counter()
         first: float | None = None
+        answered = not full
+        failure: tuple[str, str] | None = None
         try:
             await ws.send(frame)
             async with asyncio.timeout(TURN_TIMEOUT):
                 while True:
                     event = json.loads(await ws.recv())
                     kind = event.get("type")
+                    if event.get("sessionId") not in (None, session_id):
+                        failure = ("foreign event", f"event for another session: {kind}")
+                        break
                     if kind == "delta" and first is None:
                         first = time.perf_counter() - sent
+                    elif kind == "message":
+                        answered = answered or event["message"].get("role") == "assistant"
                     elif kind == "error":
-                        result.error(f"error event: {event.get('reason')}: {event.get('error')}")
-                        return
+                        failure = (
+                            "error event",
+                            f"error event: {event.get('reason')}: {event.get('error')}",
+                        )
+                        break
                     elif kind == "turn_done":
                         break
         except TimeoutError:
-            result.error(f"turn {turn} timed out after {TURN_TIMEOUT}s")
-            return
-        except Exception as exc:  # a closed socket, a bad frame: counted, not fatal
-            result.error(f"{type(exc).__name__}: {exc}")
-            return
-        if first is None:
-            result.error("turn_done without any delta")
-            return
+            failure = ("timeout", f"turn {turn}: no turn_done after {TURN_TIMEOUT:.0f}s")
+        except Exception as exc:  # a closed socket (1011…), a bad frame: counted, not fatal
+            code = getattr(getattr(exc, "rcvd", None), "code", None)
+            failure = (f"closed {code}" if code else type(exc).__name__, f"{exc!r}")
+        if failure is None and first is None:
+            failure = ("no delta", f"turn {turn}: turn_done without any delta")
+        if failure is None and not answered:
+            failure = ("no answer", f"turn {turn}: turn_done without the stored answer")
+        if failure is not None:
+            kind, text = failure
+            result.error(kind, text)
+            if turns - turn - 1:
+                result.error("not run", "turns left after a failed one", turns - turn - 1)
+            return False
+        assert first is not None
         result.first_delta.append(first)
         result.done.append(time.perf_counter() - sent)
+    return True
 
 
 async def run_level(
-    server: str, port: int, pairs: list[tuple[str, str]], turns: int
+    server: str,
+    port: int,
+    pairs: list[tuple[str, str]],
+    turns: int,
+    *,
+    path: str = "/ws/chat/",
+    full: bool = True,
+    pid: int | None = None,
+    idle: float = 0.0,
 ) -> LevelResult:
+    """One level: connect every client, then all chat at once; then (``idle``) keep the
+    sockets open and idle for a while and count every one the server closed."""
     result = LevelResult(server=server, clients=len(pairs), turns=turns)
     gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
     began = time.perf_counter()
     opened = await asyncio.gather(
-        *(_connect(port, token, gate) for token, _ in pairs), return_exceptions=True
+        *(_connect(port, path, token, gate) for token, _ in pairs), return_exceptions=True
     )
     result.connect_seconds = time.perf_counter() - began
     start = asyncio.Event()
-    tasks = []
+    tasks: list[tuple[Any, asyncio.Task[bool]]] = []
     for ws, (_, sid) in zip(opened, pairs, strict=True):
         if isinstance(ws, BaseException):
-            result.error(f"connect: {type(ws).__name__}: {ws}")
+            result.error("connect", f"connect: {type(ws).__name__}: {ws}", turns)
             continue
-        tasks.append(asyncio.create_task(_client(ws, sid, turns, start, result)))
+        task = asyncio.create_task(_client(ws, sid, turns, start, result, full=full))
+        tasks.append((ws, task))
+    cpu = _cpu_times(pid) if pid else (math.nan, math.nan)
     began = time.perf_counter()
     start.set()
     try:
         async with asyncio.timeout(TURN_TIMEOUT * turns + 30):
-            await asyncio.gather(*tasks)
+            await asyncio.gather(*(task for _, task in tasks))
     except TimeoutError:
-        result.error("the level did not finish in time")
-        for task in tasks:
+        for _, task in tasks:
             task.cancel()
+        missing = turns * result.clients - len(result.done) - result.errors
+        result.error("level timeout", "the level did not finish in time", max(missing, 0))
     result.wall_seconds = time.perf_counter() - began
-    await asyncio.gather(
-        *(ws.close() for ws in opened if not isinstance(ws, BaseException)),
-        return_exceptions=True,
-    )
+    if pid:
+        user, system = _cpu_times(pid)
+        result.server_cpu_seconds = user - cpu[0] + system - cpu[1]
+        result.server_sys_seconds = system - cpu[1]
+    if idle:
+        await asyncio.sleep(idle)
+    for ws, task in tasks:  # a socket closed after its turns (idle, 1011) is an error too
+        done_ok = task.done() and not task.cancelled() and task.result()
+        if done_ok and ws.close_code is not None:
+            result.error(
+                f"closed {ws.close_code}", f"server closed an idle socket: {ws.close_code}"
+            )
+    await asyncio.gather(*(ws.close() for ws, _ in tasks), return_exceptions=True)
     return result
 
 
@@ -299,69 +379,139 @@ async def run_level(
 # report
 
 
-def render(results: list[LevelResult], *, command: str, turns: int) -> str:
-    lines = [
-        HEADING,
-        "",
-        f"Command: `{command}` — {time.strftime('%Y-%m-%d')}, nproc {os.cpu_count()}, "
-        "PostgreSQL + Redis, one Daphne per server, clients in one asyncio process on the "
-        f"same machine; each client sends {turns} chat frames one after the other, all "
-        "clients at once. Latencies in ms from `send` to the first `delta` / to `turn_done`.",
-        "",
-        "| clients | server | turns ok | errors | first delta p50 | first delta p99 "
-        "| turn_done p50 | turn_done p99 | turns/s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+SERVERS = ("direct", "echo", "netaclaw")  # measured in this order at every level
+TITLES = {"direct": "bare echo (no layer)", "echo": "echo yardstick", "netaclaw": "NetaClaw"}
+
+
+def _ms(samples: list[float], q: float) -> str:
+    value = percentile(samples, q)
+    return "–" if math.isnan(value) else f"{value:.0f}"
+
+
+def _ratio(a: list[float], b: list[float]) -> float:
+    top, bottom = percentile(a, 99), percentile(b, 99)
+    return top / bottom if bottom and not math.isnan(top) and not math.isnan(bottom) else math.nan
+
+
+def verdict(by_level: dict[int, dict[str, LevelResult]], clients: int) -> tuple[float, bool]:
+    """p99 turn_done ratio NetaClaw / echo yardstick, and whether the target is met."""
+    pair = by_level[clients]
+    app, echo = pair["netaclaw"], pair["echo"]
+    ratio = _ratio(app.done, echo.done)
+    expected = app.clients * app.turns
+    ok = ratio <= 3 and app.errors == 0 and echo.errors == 0 and len(app.done) == expected
+    return ratio, ok
+
+
+def render(
+    results: list[LevelResult],
+    *,
+    command: str,
+    turns: int,
+    load: tuple[float, ...],
+    repeat: int = 1,
+) -> str:
     by_level: dict[int, dict[str, LevelResult]] = {}
     for r in results:
         by_level.setdefault(r.clients, {})[r.server] = r
-        rate = len(r.done) / r.wall_seconds if r.wall_seconds else 0.0
+    lines = [
+        HEADING,
+        "",
+        f"Command: `{command}` — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores "
+        f"(load average {load[0]:.1f} when it started), PostgreSQL + Redis on the same machine.",
+        "",
+        "One Daphne serves NetaClaw (`DJANGO_DEBUG=0`, channels-redis) against the scripted "
+        "model (`tests.support.llm_server --responder echo`: every answer streamed over the "
+        "OpenAI SSE wire); a second Daphne serves `bench/echo_asgi.py`, the yardstick: the "
+        "same Channels consumer machinery and channel layer, broadcasting the same six events "
+        "per turn through Redis, with no authentication, database or model. All clients are "
+        "`websockets` sockets in one asyncio process on the same machine; at each level every "
+        f"client connects, then all at once send {turns} chat frames, each after the previous "
+        "`turn_done`. Latency: from sending the chat frame to its first `delta` and to its "
+        "`turn_done`, in ms. Errors: every turn that did not bring a delta, the stored answer "
+        "and `turn_done` within 60 s (failed connects, error events, closed sockets, "
+        f"timeouts, and the turns a failed client could not run), and every socket the server "
+        f"closed during {IDLE_SECONDS:.0f} s of idling after the turns. The bare echo answers "
+        "on the socket with no channel layer: it shows what the layer itself costs. "
+        "Server CPU: user + system time of the server process over the turns of a level, "
+        "per completed turn."
+        + (
+            f" {repeat} rounds over all levels (every other round NetaClaw first), each "
+            "with fresh sessions; the samples of all rounds are pooled."
+            if repeat > 1
+            else ""
+        ),
+        "",
+        "| clients | NetaClaw turn_done p50 / p99 | echo turn_done p50 / p99 | p99 ratio "
+        "| NetaClaw errors | echo errors | ≤ 3× and no errors |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for clients in sorted(by_level):
+        pair = by_level[clients]
+        if "netaclaw" not in pair or "echo" not in pair:
+            continue
+        app, echo = pair["netaclaw"], pair["echo"]
+        ratio, ok = verdict(by_level, clients)
         lines.append(
-            f"| {r.clients} | {r.server} | {len(r.done)} | {r.errors} "
-            f"| {percentile(r.first_delta, 50):.0f} | {percentile(r.first_delta, 99):.0f} "
-            f"| {percentile(r.done, 50):.0f} | {percentile(r.done, 99):.0f} | {rate:.0f} |"
+            f"| {clients} | {_ms(app.done, 50)} / {_ms(app.done, 99)} "
+            f"| {_ms(echo.done, 50)} / {_ms(echo.done, 99)} | {ratio:.1f}× "
+            f"| {app.errors} | {echo.errors} | {'yes' if ok else '**no**'} |"
         )
+    target = f"Target ({TARGET_CLIENTS} clients, no errors, p99 ≤ 3× the echo yardstick): "
+    if {"netaclaw", "echo"} <= by_level.get(TARGET_CLIENTS, {}).keys():
+        ratio, ok = verdict(by_level, TARGET_CLIENTS)
+        target += f"**{'met' if ok else 'missed'}** ({ratio:.1f}×)."
+    else:
+        target += "not measured in this run."
+    lines += ["", target]
     lines += [
         "",
-        "| clients | p99 ratio NetaClaw / echo (turn_done) | target ≤ 3× |",
-        "|---:|---:|---|",
+        "| clients | server | turns ok | errors | first delta p50 | first delta p99 "
+        "| turn_done p50 | turn_done p99 | turns/s | server CPU ms/turn |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for clients, pair in sorted(by_level.items()):
-        if "netaclaw" in pair and "echo" in pair:
-            ratio = percentile(pair["netaclaw"].done, 99) / percentile(pair["echo"].done, 99)
-            ok = "met" if ratio <= 3 and pair["netaclaw"].errors == 0 else "**missed**"
-            lines.append(f"| {clients} | {ratio:.1f}× | {ok} |")
-    samples = [s for r in results for s in r.error_samples]
-    if samples:
+    for clients in sorted(by_level):
+        for server in SERVERS:
+            r = by_level[clients].get(server)
+            if r is None:
+                continue
+            rate = len(r.done) / r.wall_seconds if r.wall_seconds else 0.0
+            cpu = r.server_cpu_seconds * 1000 / len(r.done) if r.done else math.nan
+            lines.append(
+                f"| {clients} | {TITLES[server]} | {len(r.done)} | {r.errors} "
+                f"| {_ms(r.first_delta, 50)} | {_ms(r.first_delta, 99)} "
+                f"| {_ms(r.done, 50)} | {_ms(r.done, 99)} | {rate:.0f} | {cpu:.1f} |"
+            )
+    kinds: dict[str, int] = {}
+    for r in results:
+        for kind, n in r.error_kinds.items():
+            kinds[f"{r.server}: {kind}"] = kinds.get(f"{r.server}: {kind}", 0) + n
+    if kinds:
+        lines += ["", "Errors by kind: " + ", ".join(f"{k} {n}" for k, n in kinds.items())]
+        samples = [s for r in results for s in r.error_samples]
         lines += ["", "Error samples: " + "; ".join(f"`{s}`" for s in samples[:5])]
     return "\n".join(lines) + "\n"
-
-
-def write_section(text: str) -> None:
-    """Replace (or append) only this benchmark's section of BENCHMARKS.md."""
-    path = ROOT / "BENCHMARKS.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    start = current.find(HEADING + "\n")
-    if start == -1:
-        current = current.rstrip() + "\n\n" + text
-    else:
-        end = current.find("\n## ", start + len(HEADING))
-        current = current[:start] + text.rstrip() + "\n" + ("" if end == -1 else current[end:])
-    path.write_text(current)
 
 
 # ---------------------------------------------------------------------------
 # main
 
 
-def run(levels: list[int], turns: int, py_spy: str | None) -> list[LevelResult]:
+def run(
+    levels: list[int],
+    turns: int,
+    py_spy: str | None,
+    servers: tuple[str, ...] = SERVERS,
+    repeat: int = 1,
+) -> list[LevelResult]:
     if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not os.environ.get(
         "REDIS_URL"
     ):
         raise SystemExit("bench.ws_load needs DATABASE_URL=postgres://… and REDIS_URL=redis://…")
     work = Path(tempfile.mkdtemp(prefix="netaclaw-ws-load-"))
     env = _base_env(work / "var")
-    total = sum(levels) + 5  # fresh NetaClaw sessions for every level (and the warm-up)
+    # fresh NetaClaw sessions for every level of every round (and the warm-up)
+    total = sum(levels) * repeat + WARM_UP
     results: list[LevelResult] = []
     model_port, echo_port, app_port = _free_port(), _free_port(), _free_port()
     _recreate_database()
@@ -394,38 +544,99 @@ def run(levels: list[int], turns: int, py_spy: str | None) -> list[LevelResult]:
                     env=env,
                     log=work / "echo.log",
                     port=echo_port,
-                ),
+                ) as echo_pid,
             ):
-                # warm-up: imports, the SDK, connections
-                asyncio.run(run_level("netaclaw", app_port, pairs[:5], 1))
-                asyncio.run(run_level("echo", echo_port, pairs[:5], 1))
-                offset = 5
-                spy = None
-                for level in levels:
-                    fresh = pairs[offset : offset + level]
+                targets = {
+                    "direct": (echo_port, "/ws/direct/", echo_pid),
+                    "echo": (echo_port, "/ws/chat/", echo_pid),
+                    "netaclaw": (app_port, "/ws/chat/", app_pid),
+                }
+                # warm-up: imports, the SDK, connection pools; not recorded
+                warm = pairs[:WARM_UP]
+                for server in servers:
+                    port, path, _ = targets[server]
+                    asyncio.run(run_level(server, port, warm, 2, path=path, full=False))
+                offset = WARM_UP
+                rounds = [(r, level) for r in range(repeat) for level in levels]
+                for round_no, level in rounds:
+                    fresh = pairs[offset : offset + level]  # NetaClaw: new sessions per level
                     offset += level
-                    for server, port in (("echo", echo_port), ("netaclaw", app_port)):
-                        chunk = fresh if server == "netaclaw" else pairs[:level]
-                        if server == "netaclaw" and py_spy and level == max(levels):
+                    # every other round the other way round: a slow drift in the machine's
+                    # background load does not always fall on the same server
+                    order = servers if round_no % 2 == 0 else servers[::-1]
+                    for server in order:
+                        port, path, pid = targets[server]
+                        spy = None
+                        profile = py_spy and round_no == 0 and level == max(levels)
+                        if server == "netaclaw" and profile:
                             spy = _start_py_spy(app_pid, py_spy)
-                        result = asyncio.run(run_level(server, port, chunk, turns))
+                        result = asyncio.run(
+                            run_level(
+                                server,
+                                port,
+                                fresh if server == "netaclaw" else pairs[:level],
+                                turns,
+                                path=path,
+                                full=server != "direct",
+                                pid=pid,
+                                idle=IDLE_SECONDS if server != "direct" else 0.0,
+                            )
+                        )
                         if spy is not None:
                             _stop(spy)
-                            spy = None
                         results.append(result)
                         print(
-                            f"  {server:8} {level:4} clients: {len(result.done)} turns ok, "
-                            f"{result.errors} errors, p99 turn_done "
+                            f"  {round_no + 1}/{repeat} {server:8} {level:4} clients: "
+                            f"{len(result.done)} turns ok, "
+                            f"{result.errors} errors, turn_done p50 "
+                            f"{percentile(result.done, 50):.0f} / p99 "
                             f"{percentile(result.done, 99):.0f} ms "
                             f"(connect {result.connect_seconds:.1f}s, "
-                            f"run {result.wall_seconds:.1f}s)",
+                            f"run {result.wall_seconds:.1f}s, server CPU "
+                            f"{result.server_cpu_seconds:.1f}s of it system "
+                            f"{result.server_sys_seconds:.1f}s)",
                             flush=True,
                         )
     finally:
+        _show_logs(work, results)
         _drop_database()
         _flush_redis(env["NETACLAW_CHANNEL_PREFIX"])
         shutil.rmtree(work, ignore_errors=True)
-    return results
+    return pooled(results)
+
+
+def pooled(results: list[LevelResult]) -> list[LevelResult]:
+    """One result per level and server: the samples and errors of every round together."""
+    merged: dict[tuple[int, str], LevelResult] = {}
+    for r in results:
+        key = (r.clients, r.server)
+        if key not in merged:
+            merged[key] = LevelResult(server=r.server, clients=r.clients, turns=0)
+        m = merged[key]
+        m.turns += r.turns
+        m.first_delta += r.first_delta
+        m.done += r.done
+        m.errors += r.errors
+        for kind, n in r.error_kinds.items():
+            m.error_kinds[kind] = m.error_kinds.get(kind, 0) + n
+        m.error_samples += r.error_samples[: 5 - len(m.error_samples)]
+        m.connect_seconds += r.connect_seconds
+        m.wall_seconds += r.wall_seconds
+        m.server_cpu_seconds += r.server_cpu_seconds
+        m.server_sys_seconds += r.server_sys_seconds
+    return list(merged.values())
+
+
+def _show_logs(work: Path, results: list[LevelResult]) -> None:
+    """A server that erred: the end of its log (tracebacks), before the folder goes."""
+    erred = {r.server for r in results if r.errors}
+    for name in sorted({"netaclaw" if s == "netaclaw" else "echo" for s in erred}):
+        log = work / f"{name}.log"
+        if log.exists():
+            lines = log.read_text(errors="replace").splitlines()
+            first = next((i for i, line in enumerate(lines) if "Traceback" in line), None)
+            shown = lines[first : first + 60] if first is not None else lines[-20:]
+            print(f"--- from the {name} server's log", *shown, sep="\n", flush=True)
 
 
 def _start_py_spy(pid: int, out: str) -> subprocess.Popen[Any] | None:
@@ -433,8 +644,20 @@ def _start_py_spy(pid: int, out: str) -> subprocess.Popen[Any] | None:
     if not Path(exe).exists():
         print("  (py-spy not installed: pip install py-spy)", flush=True)
         return None
-    fmt = "speedscope" if out.endswith(".json") else "flamegraph"
-    cmd = [exe, "record", "--pid", str(pid), "-o", out, "-f", fmt, "-r", "50", "--nonblocking"]
+    fmt = {".json": "speedscope", ".txt": "raw"}.get(Path(out).suffix, "flamegraph")
+    cmd = [
+        exe,
+        "record",
+        "--pid",
+        str(pid),
+        "-o",
+        out,
+        "-f",
+        fmt,
+        "-r",
+        "50",
+        "--nonblocking",
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -457,12 +680,29 @@ def _flush_redis(prefix: str) -> None:
             client.delete(key)
 
 
+def _shown_url(url: str) -> str:
+    """The URL as the command was given, without a password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ws_load", description=__doc__)
     parser.add_argument("--levels", default="100,250,500", help="concurrent clients per level")
     parser.add_argument("--turns", type=int, default=3, help="chat frames per client")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds over all levels, samples pooled"
+    )
     parser.add_argument("--write", action="store_true", help="record the table in BENCHMARKS.md")
     parser.add_argument("--py-spy", metavar="FILE", help="profile NetaClaw at the top level")
+    parser.add_argument(
+        "--servers",
+        default=",".join(SERVERS),
+        help="which of direct,echo,netaclaw to measure (investigation; --write wants all)",
+    )
     parser.add_argument("--_setup", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--model-url", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -472,12 +712,25 @@ def main(argv: list[str] | None = None) -> None:
     levels = [int(x) for x in args.levels.split(",") if x.strip()]
     if not levels or min(levels) < 1 or max(levels) > 2000 or not 1 <= args.turns <= 20:
         raise SystemExit("levels must be 1..2000 clients and --turns 1..20")
-    command = "python -m bench.ws_load " + " ".join(argv if argv is not None else sys.argv[1:])
-    results = run(levels, args.turns, args.py_spy)
-    text = render(results, command=command.strip(), turns=args.turns)
+    if not 1 <= args.repeat <= 10:
+        raise SystemExit("--repeat must be 1..10")
+    command = " ".join(
+        [
+            f"DATABASE_URL={_shown_url(os.environ.get('DATABASE_URL', ''))}",
+            f"REDIS_URL={_shown_url(os.environ.get('REDIS_URL', ''))}",
+            ".venv/bin/python -m bench.ws_load",
+            *(argv if argv is not None else sys.argv[1:]),
+        ]
+    )
+    servers = tuple(x for x in SERVERS if x in args.servers.split(","))
+    if args.write and servers != SERVERS:
+        raise SystemExit("--write records all three servers; drop --servers")
+    load = os.getloadavg()
+    results = run(levels, args.turns, args.py_spy, servers, args.repeat)
+    text = render(results, command=command, turns=args.turns, load=load, repeat=args.repeat)
     print(text)
     if args.write:
-        write_section(text)
+        write_section(text, HEADING)
 
 
 if __name__ == "__main__":
