@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F
+from django.db.models.expressions import Col
 from django.utils import timezone
 
 from agents.models import Agent, ChatSession, Message, Role
@@ -43,16 +44,41 @@ def _estimate(role: str, content: str, tool_calls: Sequence[dict[str, str]]) -> 
     return estimate_tokens(CoreMessage(role=role, content=content, tool_calls=calls))  # type: ignore[arg-type]
 
 
-def _next_positions(session: ChatSession, count: int) -> int:
-    """Reserve ``count`` positions under the row lock; returns the first one."""
-    last = _reserve_returning(session, count) if _can_update_returning() else None
-    if last is None:
+# The session's usage counters (DESIGN 13), as the meter reads them after an answer.
+USAGE_FIELDS = (
+    "last_input_tokens",
+    "last_input_position",
+    "total_input_tokens",
+    "total_output_tokens",
+    "api_calls",
+    "compaction_count",
+    "compaction_lease_holder",
+    "compaction_lease_expires_at",
+)
+
+
+def _next_positions(session: ChatSession, count: int, usage: tuple[int, int] | None = None) -> int:
+    """Reserve ``count`` positions under the row lock; returns the first one.
+
+    ``usage`` (input, output tokens of the model call that produced the one message being
+    stored) is recorded in the same statement, and the session object gets the counters."""
+    if _can_update_returning():
+        last = _reserve_returning(session, count, usage)
+    else:
         ChatSession.objects.filter(pk=session.pk).update(
             last_position=F("last_position") + count, updated_at=timezone.now()
         )
         last = (
             ChatSession.objects.filter(pk=session.pk).values_list("last_position", flat=True).get()
         )
+        if usage is not None:
+            session_record_usage(
+                session=session,
+                input_tokens=usage[0],
+                output_tokens=usage[1],
+                input_position=last - 1,
+            )
+            session.refresh_from_db(fields=USAGE_FIELDS)
     session.last_position = last
     return last - count + 1
 
@@ -63,27 +89,47 @@ def _can_update_returning() -> bool:
     return connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35)
 
 
-def _reserve_returning(session: ChatSession, count: int) -> int:
-    """The same reservation in one statement (``UPDATE … RETURNING``): one round trip less
-    on every message stored (bench.ws_load)."""
+def _reserve_returning(session: ChatSession, count: int, usage: tuple[int, int] | None) -> int:
+    """The same in one statement (``UPDATE … RETURNING``): one round trip for every message
+    stored instead of two, and for an answer one instead of four (bench.ws_load)."""
     meta = ChatSession._meta
     quote = connection.ops.quote_name
-    last, updated, pk = (meta.get_field(n) for n in ("last_position", "updated_at", "id"))
+
+    def col(name: str) -> str:
+        return quote(meta.get_field(name).column)
+
+    updated, pk = meta.get_field("updated_at"), meta.get_field("id")
+    sets = [f"{col('last_position')} = {col('last_position')} + %s", f"{col('updated_at')} = %s"]
+    params: list[Any] = [count, updated.get_db_prep_value(timezone.now(), connection)]
+    returning = ["last_position"]
+    if usage is not None:
+        # every right-hand side reads the row before the update: the input position is the
+        # last one before the answer
+        sets += [
+            f"{col('last_input_tokens')} = %s",
+            f"{col('last_input_position')} = {col('last_position')}",
+            f"{col('total_input_tokens')} = {col('total_input_tokens')} + %s",
+            f"{col('total_output_tokens')} = {col('total_output_tokens')} + %s",
+            f"{col('api_calls')} = {col('api_calls')} + 1",
+        ]
+        params += [usage[0], usage[0], usage[1]]
+        returning += USAGE_FIELDS
     sql = (
-        f"UPDATE {quote(meta.db_table)} SET {quote(last.column)} = {quote(last.column)} + %s, "
-        f"{quote(updated.column)} = %s WHERE {quote(pk.column)} = %s "
-        f"RETURNING {quote(last.column)}"
+        f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} WHERE {quote(pk.column)} = %s "
+        f"RETURNING {', '.join(col(name) for name in returning)}"
     )
-    params = [
-        count,
-        updated.get_db_prep_value(timezone.now(), connection),
-        pk.get_db_prep_value(session.pk, connection),
-    ]
+    params.append(pk.get_db_prep_value(session.pk, connection))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         raise ChatSession.DoesNotExist("the session is gone")
+    for name, value in zip(returning[1:], row[1:], strict=True):
+        column = Col(meta.db_table, meta.get_field(name))  # converted as the ORM would
+        converters = connection.ops.get_db_converters(column)
+        for converter in converters + column.get_db_converters(connection):
+            value = converter(value, column, connection)
+        setattr(session, column.target.attname, value)
     return int(row[0])
 
 
@@ -97,12 +143,23 @@ def message_append(
     metadata: dict[str, Any] | None = None,
     input_tokens: int | None = None,
     output_tokens: int | None = None,
+    record_usage: bool = False,
 ) -> Message:
-    """Store one message at the end of the session, with its token estimate."""
+    """Store one message at the end of the session, with its token estimate.
+
+    ``record_usage``: the message is the answer to a model call whose ``input_tokens`` and
+    ``output_tokens`` the provider reported; the session's usage counters (the meter's
+    starting point, DESIGN 13) are updated in the same transaction, and ``session`` carries
+    their new values (``USAGE_FIELDS``)."""
     if role not in Role.values:
         raise ValueError(f"unknown role {role!r}")
+    usage = None
+    if record_usage:
+        if input_tokens is None or output_tokens is None:
+            raise ValueError("record_usage needs input_tokens and output_tokens")
+        usage = (input_tokens, output_tokens)
     with transaction.atomic():
-        position = _next_positions(session, 1)
+        position = _next_positions(session, 1, usage)
         return Message.objects.create(
             session=session,
             position=position,

@@ -240,18 +240,6 @@ def _meter_and_context(session_id: str) -> tuple[TokenUpdate, tuple[Any, ...]]:
 
 meter_and_context = database_sync_to_async(_meter_and_context)
 
-# What a usage write changes on the session row, re-read for the meter that follows.
-_METER_FIELDS = (
-    "last_input_tokens",
-    "last_input_position",
-    "total_input_tokens",
-    "total_output_tokens",
-    "api_calls",
-    "compaction_count",
-    "compaction_lease_holder",
-    "compaction_lease_expires_at",
-)
-
 
 def _store_runtime_event(
     session_id: str, event: Any, session: ChatSession | None = None
@@ -264,6 +252,8 @@ def _store_runtime_event(
         session = _session(session_id)
     if isinstance(event, runtime.AssistantMessage):
         usage = event.usage
+        # with the provider's usage recorded in the same statement, ``session`` carries the
+        # counters the meter starts from
         stored = services.message_append(
             session=session,
             role=Role.ASSISTANT,
@@ -271,16 +261,10 @@ def _store_runtime_event(
             tool_calls=services.tool_calls_to_json(event.tool_calls),
             input_tokens=usage.input_tokens if usage else None,
             output_tokens=usage.output_tokens if usage else None,
+            record_usage=usage is not None,
         )
         events: list[ServerEvent] = [MessageStored(session_id, message_to_json(stored))]
         if usage is not None:
-            services.session_record_usage(
-                session=session,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                input_position=stored.position - 1,
-            )
-            session.refresh_from_db(fields=_METER_FIELDS)
             events.append(_token_update_from(session_id, meter_read(session=session)))
         return events
     if isinstance(event, runtime.ToolResult):
