@@ -32,6 +32,7 @@ class MeterReading:
     compaction_count: int
     tool_tokens: int
     compacting: bool = False
+    paused_reason: str = ""  # automatic compaction paused (DESIGN 9); manual still works
 
     @property
     def threshold_tokens(self) -> int:
@@ -94,4 +95,5 @@ def meter_read(*, session: ChatSession) -> MeterReading:
             and session.compaction_lease_expires_at
             and session.compaction_lease_expires_at > timezone.now()
         ),
+        paused_reason=session.auto_compaction_paused_reason,
     )

@@ -18,6 +18,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from agents.autocompaction import pause_label
 from agents.services import SYSTEM_TYPE_COMPACTION
 
 MessageKind = Literal["user", "assistant", "tool", "summary", "event", "system"]
@@ -250,6 +251,7 @@ class MeterFigures(Protocol):
     compaction_count: int
     tool_tokens: int
     compacting: bool
+    paused_reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +269,11 @@ class MeterView:
     api_calls: int
     compaction_count: int
     compacting: bool
+    paused_reason: str = ""
+
+    @property
+    def paused_label(self) -> str:
+        return pause_label(self.paused_reason)
 
     @property
     def state(self) -> MeterState:
@@ -328,4 +335,5 @@ def meter_view(figures: MeterFigures) -> MeterView:
         api_calls=figures.api_calls,
         compaction_count=figures.compaction_count,
         compacting=figures.compacting,
+        paused_reason=figures.paused_reason,
     )

@@ -92,6 +92,7 @@ class TokenUpdate:
     compaction_count: int = 0
     tool_tokens: int = 0
     compacting: bool = False
+    paused_reason: str = ""
     type: str = field(default="token_update", init=False)
 
     @property
@@ -116,6 +117,10 @@ class TokenUpdate:
                 "estimated": self.estimated,
             },
             "compactionCount": self.compaction_count,
+            "autoCompaction": {
+                "paused": bool(self.paused_reason),
+                "reason": self.paused_reason or None,
+            },
         }
 
 

@@ -180,6 +180,7 @@ def _token_update_from(session_id: str, reading: MeterReading) -> TokenUpdate:
         compaction_count=reading.compaction_count,
         tool_tokens=reading.tool_tokens,
         compacting=reading.compacting,
+        paused_reason=reading.paused_reason,
     )
 
 

@@ -21,6 +21,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 
 from agents import services
+from agents.autocompaction import PAUSED_FAILURES, PAUSED_OVERSIZED, PAUSED_STILL_OVER
 from agents.message_format import message_to_json
 from agents.models import ChatSession
 from channels_app.events import (
@@ -39,9 +40,6 @@ from compaction.context import core_messages_for_session, policy_for_session
 logger = logging.getLogger(__name__)
 
 PAUSE_AFTER_FAILURES = 2
-PAUSED_FAILURES = "自动压缩已暂停：连续两次失败"
-PAUSED_STILL_OVER = "自动压缩已暂停：压缩后仍超过阈值"
-PAUSED_OVERSIZED = "自动压缩已暂停：单条消息过长，建议拆分"
 
 _STATUS_FAILURES: dict[str, tuple[str, str]] = {
     core.NOTHING_TO_COMPACT: ("nothing_to_compact", "没有可压缩的消息 (nothing to compact)"),

@@ -325,6 +325,16 @@ ZH.update(
         "chat page\x04A compaction of this session is already in progress; this request was skipped.": (
             "该会话已有压缩正在进行，本次请求已跳过。"
         ),
+        "chat page\x04Automatic compaction is paused: it failed twice in a row.": (
+            "自动压缩已暂停：连续两次失败。"
+        ),
+        "chat page\x04Automatic compaction is paused: the context stayed above the threshold.": (
+            "自动压缩已暂停：压缩后仍超过阈值。"
+        ),
+        "chat page\x04Automatic compaction is paused: one message is too large; split it.": (
+            "自动压缩已暂停：单条消息过长，建议拆分。"
+        ),
+        "/compact still works.": "/compact 仍可使用。",
         "Choose an auxiliary model on the agent's page, or set the system default auxiliary model.": (
             "请在 Agent 页面选择辅助模型，或设置全局默认辅助模型。"
         ),

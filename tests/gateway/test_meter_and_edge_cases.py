@@ -172,6 +172,9 @@ async def test_one_oversized_message_is_reported_once_and_not_looped_on(llm_serv
     second = await _turn(ws, sid, "好的")
     await ws.disconnect()
     assert "compaction_start" not in _kinds(second), "paused, not retried every turn"
+    meter = next(e for e in second if e["type"] == "token_update")
+    assert meter["autoCompaction"]["paused"] is True
+    assert "建议拆分" in meter["autoCompaction"]["reason"]
     assert not [r for r in llm_server.requests if _is_summary_request(r.body)]
     paused = await database_sync_to_async(
         lambda: ChatSession.objects.get(pk=session.pk).auto_compaction_paused_reason

@@ -363,3 +363,25 @@ def test_a_reload_during_a_compaction_shows_it(zh_client, session) -> None:
     assert doc.by_id("compaction-flag").get("data-compacting") == "true"
     pending = doc.by_id("compaction-pending")
     assert pending is not None and pending.text().strip() == "正在压缩上下文..."
+
+
+@pytest.mark.parametrize(
+    ("language", "label", "manual"),
+    [
+        ("zh-hans", "自动压缩已暂停：单条消息过长，建议拆分。", "/compact 仍可使用。"),
+        ("en", "Automatic compaction is paused: one message is too large; split it.", ""),
+    ],
+)
+def test_a_paused_automatic_compaction_is_shown_with_its_reason(
+    client, user, session, language, label, manual
+) -> None:
+    from agents.autocompaction import PAUSED_OVERSIZED
+
+    client.force_login(user)
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = language
+    page = parse(client.get(f"/chat/{session.pk}/").content)
+    assert not page.find_all(lambda n: n.get("data-testid") == "auto-compaction-paused")
+    ChatSession.objects.filter(pk=session.pk).update(auto_compaction_paused_reason=PAUSED_OVERSIZED)
+    page = parse(client.get(f"/chat/{session.pk}/").content)
+    (paused,) = page.find_all(lambda n: n.get("data-testid") == "auto-compaction-paused")
+    assert label in paused.text() and (manual or "/compact still works.") in paused.text()

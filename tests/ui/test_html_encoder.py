@@ -334,3 +334,15 @@ def test_unknown_error_reason_shows_the_event_text() -> None:
 def test_missing_auxiliary_model_says_what_to_do() -> None:
     *_, appended = _frame(CompactionFailed(SID, "未配置辅助模型", "no_auxiliary_model"))
     assert "请在 Agent 页面选择辅助模型，或设置全局默认辅助模型。" in appended.text()
+
+
+def test_a_live_token_update_shows_and_clears_the_pause() -> None:
+    from agents.autocompaction import PAUSED_FAILURES
+
+    paused = TokenUpdate(SID, 0, 0, 0, 100, 8000, 70, True, paused_reason=PAUSED_FAILURES)
+    _, status, *_ = _frame(paused)
+    assert "自动压缩已暂停：连续两次失败。" in status.text()
+    _, status_en, *_ = _frame(paused, "en")
+    assert "Automatic compaction is paused: it failed twice in a row." in status_en.text()
+    _, cleared, *_ = _frame(TokenUpdate(SID, 0, 0, 0, 100, 8000, 70, True))
+    assert "暂停" not in cleared.text()
