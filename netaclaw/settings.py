@@ -114,6 +114,18 @@ DATABASES = {
         conn_health_checks=not DEBUG,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The zero-setup database is written by two threads at once (a compaction's worker and
+    # the chat turns). Deferred transactions that later write fail at once with "database is
+    # locked" instead of waiting; IMMEDIATE ones wait out the busy timeout, and WAL lets
+    # readers go on meanwhile. The test database is a file too: an in-memory shared cache
+    # has table locks that never wait.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 if os.environ.get("NETACLAW_TEST_DB_NAME"):
     DATABASES["default"]["TEST"] = {"NAME": os.environ["NETACLAW_TEST_DB_NAME"]}
 
