@@ -36,7 +36,7 @@ from compaction.core.types import Message, ToolCall
 
 from .base import collect_stream
 from .errors import LLMError, malformed_is_invalid, translate_errors
-from .transport import shared_ssl_context
+from .transport import AsyncClientPool, shared_ssl_context
 from .types import (
     ChannelConfig,
     Completion,
@@ -176,6 +176,10 @@ def async_client(config: ChannelConfig) -> anthropic.AsyncAnthropic:
     )
 
 
+# kept per event loop and channel: model calls reuse keep-alive connections
+ASYNC_CLIENTS = AsyncClientPool(async_client)
+
+
 def sync_client(config: ChannelConfig) -> anthropic.Anthropic:
     return anthropic.Anthropic(
         **client_kwargs(config),
@@ -306,9 +310,8 @@ def parse_anthropic_message(message: Any) -> Completion:
 class AnthropicProvider:
     """Provider for ``provider="anthropic"`` channels.
 
-    A client is made per call: an httpx2 async pool is bound to the event loop it
-    first ran on, and our callers run on many loops (Daphne, ``async_to_sync``,
-    tests). One connection set-up is noise next to an LLM call.
+    Streamed calls take their client from ``ASYNC_CLIENTS`` (one per event loop and
+    channel, see ``transport``); blocking calls, rare, make one per call.
     """
 
     def __init__(self, config: ChannelConfig) -> None:
@@ -321,7 +324,7 @@ class AnthropicProvider:
         params = build_anthropic_params(request, self.config)
         parser = AnthropicStreamParser()
         with self._translate():
-            async with async_client(self.config) as client:
+            async with ASYNC_CLIENTS.client(self.config) as client:
                 events = await client.messages.create(**params, stream=True)
                 async with events:
                     async for raw in events:

@@ -35,7 +35,7 @@ from compaction.core.types import Message, ToolCall
 
 from .base import collect_stream
 from .errors import LLMError, malformed_is_invalid, translate_errors
-from .transport import shared_ssl_context
+from .transport import AsyncClientPool, shared_ssl_context
 from .types import (
     ChannelConfig,
     Completion,
@@ -141,6 +141,10 @@ def async_client(config: ChannelConfig) -> openai.AsyncOpenAI:
         **client_kwargs(config),
         http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
     )
+
+
+# kept per event loop and channel: model calls reuse keep-alive connections
+ASYNC_CLIENTS = AsyncClientPool(async_client)
 
 
 def sync_client(config: ChannelConfig) -> openai.OpenAI:
@@ -286,8 +290,8 @@ def _rejects_stream_options(exc: Exception) -> bool:
 class OpenAIProvider:
     """Provider for ``openai``, ``deepseek`` and ``openai_compatible`` channels.
 
-    A client is made per call, for the same reason as in the Anthropic adapter:
-    async connection pools are bound to one event loop.
+    Streamed calls take their client from ``ASYNC_CLIENTS`` (one per event loop and
+    channel, see ``transport``); blocking calls, rare, make one per call.
     """
 
     def __init__(self, config: ChannelConfig) -> None:
@@ -310,7 +314,7 @@ class OpenAIProvider:
         params = build_openai_params(request, self.config)
         parser = OpenAIStreamParser(self.config.provider)
         with self._translate():
-            async with async_client(self.config) as client:
+            async with ASYNC_CLIENTS.client(self.config) as client:
                 chunks = await self._open(client, params)
                 async with chunks:
                     async for chunk in chunks:

@@ -1,21 +1,92 @@
-"""HTTP clients for the SDKs, sharing one TLS context.
+"""HTTP clients for the SDKs: one TLS context, and async clients kept per event loop.
 
-Each call builds a fresh SDK client (async pools are bound to the event loop they
-first ran on, and our callers run on many loops: Daphne, ``async_to_sync``, worker
-threads, tests). Building the default client loads the system CA bundle every time
-(~20 ms); building it around one shared ``SSLContext`` takes ~1 ms. An SSLContext is
-safe to share between threads and loops.
+Building the default client loads the system CA bundle every time (~20 ms); building it
+around one shared ``SSLContext`` takes ~1 ms. An SSLContext is safe to share between
+threads and loops.
+
+An async client's connection pool is bound to the event loop it first ran on, and our
+callers run on many loops (Daphne's, ``async_to_sync``'s, tests'). So async clients are
+kept per loop and per channel: on Daphne's long-lived loop every model call of a channel
+reuses its keep-alive connections instead of opening a TCP (and, to a provider, TLS)
+connection per call. A loop's clients go when the loop is garbage.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+import weakref
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Generic, Protocol, TypeVar
 
 import httpx2
+
+from .types import ChannelConfig
+
+CLIENTS_PER_LOOP = 32  # channels in use at once in one process; the idle oldest is closed
 
 
 @lru_cache(maxsize=1)
 def shared_ssl_context() -> ssl.SSLContext:
     """The default verifying context httpx2 would build, built once per process."""
     return httpx2.create_ssl_context()
+
+
+class _Closable(Protocol):
+    async def close(self) -> Any: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+@dataclass(slots=True)
+class _Kept(Generic[C]):
+    client: C
+    in_use: int = 0
+    evicted: bool = False
+
+
+class AsyncClientPool(Generic[C]):
+    """SDK clients by (event loop, channel config); at most ``per_loop`` per loop.
+
+    The key is the whole config, key included, so a channel whose key or address changed
+    gets a new client; the one it replaced is closed once no call is using it.
+    """
+
+    def __init__(self, make: Callable[[ChannelConfig], C], per_loop: int = CLIENTS_PER_LOOP):
+        self._make = make
+        self._per_loop = per_loop
+        self._loops: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, OrderedDict[ChannelConfig, _Kept[C]]
+        ] = weakref.WeakKeyDictionary()
+
+    @asynccontextmanager
+    async def client(self, config: ChannelConfig) -> AsyncIterator[C]:
+        kept_here = self._loops.setdefault(asyncio.get_running_loop(), OrderedDict())
+        kept = kept_here.get(config)
+        if kept is None:
+            kept = kept_here[config] = _Kept(self._make(config))
+            await self._evict_beyond_limit(kept_here)
+        kept_here.move_to_end(config)
+        kept.in_use += 1
+        try:
+            yield kept.client
+        finally:
+            kept.in_use -= 1
+            if kept.evicted and kept.in_use == 0:
+                await kept.client.close()
+
+    async def _evict_beyond_limit(self, kept_here: OrderedDict[ChannelConfig, _Kept[C]]) -> None:
+        while len(kept_here) > self._per_loop:
+            _config, oldest = kept_here.popitem(last=False)
+            oldest.evicted = True
+            if oldest.in_use == 0:
+                await oldest.client.close()
+
+    def kept(self) -> int:
+        """Clients kept for the running loop (for tests and diagnostics)."""
+        return len(self._loops.get(asyncio.get_running_loop(), ()))

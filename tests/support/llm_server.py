@@ -22,9 +22,10 @@ mid-answer), ``StreamError`` (an error event inside a 200 stream).
 Like the real API under ``anthropic-version: 2026-10-21``, the Anthropic endpoint
 answers 400 to ``temperature`` / ``top_p`` / ``top_k`` (the script is not consumed).
 
-Streaming responses use chunked transfer encoding with ``Connection: close``, one
-HTTP chunk per SSE event, so a ``Disconnect`` is seen by the client as an
-incomplete body (a transport error), never as a clean end of stream.
+Streaming responses use chunked transfer encoding, one HTTP chunk per SSE event, so a
+``Disconnect`` is seen by the client as an incomplete body (a transport error), never as
+a clean end of stream. A complete answer keeps the connection open for the next request,
+as the providers' APIs do; every scripted failure closes it.
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: dict[str, Any] = field(hash=False)
+    client_port: int = 0  # the client's end of the TCP connection: one per connection
 
     @property
     def stream(self) -> bool:
@@ -431,6 +433,7 @@ def _anthropic_rejects(headers: dict[str, str], body: dict[str, Any]) -> dict[st
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    timeout = 30  # an idle kept-alive connection ends its thread after this
     disable_nagle_algorithm = True
     server: _HTTPServer
 
@@ -459,7 +462,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": "Request body is not JSON"}})
             return
         headers = {name.lower(): value for name, value in self.headers.items()}
-        record = RecordedRequest(wire=wire, path=path, headers=headers, body=body)
+        record = RecordedRequest(
+            wire=wire, path=path, headers=headers, body=body, client_port=self.client_address[1]
+        )
         rejected = _anthropic_rejects(headers, body) if wire == "anthropic" else None
         action, number, cancel = self.server.scripted._record_and_pick(
             record, consume=rejected is None
@@ -471,26 +476,35 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- low-level writers --------------------------------------------------
 
-    def _send_json(self, status: int, payload: Any, extra: dict[str, str] | None = None) -> None:
+    def _send_json(
+        self,
+        status: int,
+        payload: Any,
+        extra: dict[str, str] | None = None,
+        *,
+        keep_alive: bool = False,
+    ) -> None:
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
+        self._connection_header(keep_alive)
         for name, value in (extra or {}).items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
-        self.close_connection = True
 
-    def _start_stream(self) -> None:
+    def _start_stream(self, *, keep_alive: bool = False) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Connection", "close")
+        self._connection_header(keep_alive)
         self.end_headers()
-        self.close_connection = True
+
+    def _connection_header(self, keep_alive: bool) -> None:
+        self.send_header("Connection", "keep-alive" if keep_alive else "close")
+        self.close_connection = not keep_alive
 
     def _write_chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -562,14 +576,16 @@ class _Responder:
         )
         if not self.streaming:
             builder = _openai_message if self.wire == "openai" else _anthropic_message
-            self.h._send_json(200, builder(self, reply, input_tokens, output_tokens))
+            self.h._send_json(
+                200, builder(self, reply, input_tokens, output_tokens), keep_alive=True
+            )
             return
         events = (
             _openai_events(self, reply, input_tokens, output_tokens)
             if self.wire == "openai"
             else _anthropic_events(self, reply, input_tokens, output_tokens)
         )
-        self.h._start_stream()
+        self.h._start_stream(keep_alive=True)
         first = True
         for event in events:
             if not first and self.h._sleep(reply.delay_per_chunk):

@@ -1,0 +1,94 @@
+"""Async SDK clients are kept per event loop and channel: calls reuse connections."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from agents.llm import get_provider
+from agents.llm.transport import AsyncClientPool
+from tests.llm.test_adapters_wire import ALL_PROVIDERS, events_of, make_config
+from tests.support.llm_server import Reply, ScriptedLLMServer
+
+
+@pytest.mark.parametrize("provider", ALL_PROVIDERS)
+async def test_calls_on_one_loop_share_a_connection(
+    llm_server: ScriptedLLMServer, provider: str
+) -> None:
+    config = make_config(llm_server, provider)
+    for text in ("one", "two", "three"):
+        llm_server.enqueue(Reply(text=text))
+        await events_of(get_provider(config))
+    ports = {request.client_port for request in llm_server.requests}
+    assert len(llm_server.requests) == 3
+    assert len(ports) == 1, f"each call opened its own connection: {ports}"
+
+
+def test_each_loop_gets_its_own_client(llm_server: ScriptedLLMServer) -> None:
+    """A pool bound to a finished loop must never serve another (it would hang or fail)."""
+    config = make_config(llm_server, "openai")
+    for text in ("first loop", "second loop"):
+        llm_server.enqueue(Reply(text=text))
+        asyncio.run(events_of(get_provider(config)))
+    assert len({request.client_port for request in llm_server.requests}) == 2
+
+
+def test_a_changed_key_gets_a_new_client(llm_server: ScriptedLLMServer) -> None:
+    async def both() -> None:
+        for key in ("key-one", "key-two"):
+            llm_server.enqueue(Reply(text="ok"))
+            await events_of(get_provider(make_config(llm_server, "openai", api_key=key)))
+
+    asyncio.run(both())
+    keys = [request.headers["authorization"] for request in llm_server.requests]
+    assert keys == ["Bearer key-one", "Bearer key-two"]
+    assert len({request.client_port for request in llm_server.requests}) == 2
+
+
+class _FakeClient:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.closed = False
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_the_idle_oldest_is_closed_beyond_the_limit(llm_server: ScriptedLLMServer) -> None:
+    made: dict[str, _FakeClient] = {}
+
+    def make(config):  # type: ignore[no-untyped-def]
+        return made.setdefault(config.api_key, _FakeClient(config.api_key))
+
+    pool: AsyncClientPool[_FakeClient] = AsyncClientPool(make, per_loop=2)
+    configs = [make_config(llm_server, "openai", api_key=f"k{i}") for i in range(3)]
+    async with pool.client(configs[0]):
+        pass
+    async with pool.client(configs[1]):
+        pass
+    async with pool.client(configs[0]):  # k0 is now the most recently used
+        pass
+    async with pool.client(configs[2]) as third:
+        assert third is made["k2"]
+    assert made["k1"].closed and not made["k0"].closed and not made["k2"].closed
+    assert pool.kept() == 2
+
+
+async def test_a_client_in_use_is_closed_only_when_its_call_ends(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    made: list[_FakeClient] = []
+
+    def make(config):  # type: ignore[no-untyped-def]
+        made.append(_FakeClient(config.api_key))
+        return made[-1]
+
+    pool: AsyncClientPool[_FakeClient] = AsyncClientPool(make, per_loop=1)
+    first, second = (make_config(llm_server, "openai", api_key=k) for k in ("a", "b"))
+    async with pool.client(first) as in_flight:
+        async with pool.client(second):
+            assert not in_flight.closed  # evicted, but a call is still streaming on it
+        assert not in_flight.closed
+    assert in_flight.closed
+    assert pool.kept() == 1
