@@ -8,6 +8,7 @@ is true only while part of the figure is an estimate.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db.models import Q, Sum
@@ -61,24 +62,56 @@ def system_prompt_tokens(system_prompt: str) -> int:
     return estimate_tokens(CoreMessage(role="system", content=system_prompt))
 
 
-def meter_read(*, session: ChatSession) -> MeterReading:
-    """One aggregate query over the visible messages (DESIGN 3), plus the session row."""
+@dataclass(frozen=True, slots=True)
+class VisibleTokens:
+    """Stored estimates over what the model sees (the compacted view without events)."""
+
+    total: int
+    tools: int
+    since_report: int  # of the messages stored after the provider's last reported call
+
+
+def _since_report(session: ChatSession) -> int:
+    return (session.last_input_position or 0) if session.last_input_tokens is not None else 0
+
+
+def visible_tokens(session: ChatSession) -> VisibleTokens:
+    """One aggregate query (DESIGN 3)."""
+    sums = (
+        Message.objects.filter(session=session, compacted_at__isnull=True)
+        .exclude(role=Role.SYSTEM, metadata__has_key="systemType")
+        .aggregate(
+            total=Sum("token_estimate"),
+            tools=Sum("token_estimate", filter=Q(role=Role.TOOL)),
+            added=Sum("token_estimate", filter=Q(position__gt=_since_report(session))),
+        )
+    )
+    return VisibleTokens(sums["total"] or 0, sums["tools"] or 0, sums["added"] or 0)
+
+
+def visible_tokens_of(session: ChatSession, visible: Iterable[Message]) -> VisibleTokens:
+    """The same figures from rows a caller has loaded anyway (``llm_history_load``)."""
+    since = _since_report(session)
+    total = tools = added = 0
+    for message in visible:
+        total += message.token_estimate
+        if message.role == Role.TOOL:
+            tools += message.token_estimate
+        if message.position > since:
+            added += message.token_estimate
+    return VisibleTokens(total, tools, added)
+
+
+def meter_read(*, session: ChatSession, visible: VisibleTokens | None = None) -> MeterReading:
+    """The session row's counters and the visible messages' estimates (one aggregate
+    query unless the caller passes ``visible``)."""
     agent = session.agent
-    visible = Message.objects.filter(session=session, compacted_at__isnull=True).exclude(
-        role=Role.SYSTEM, metadata__has_key="systemType"
-    )
+    sums = visible if visible is not None else visible_tokens(session)
     reported = session.last_input_tokens
-    since = session.last_input_position if reported is not None else None
-    sums = visible.aggregate(
-        total=Sum("token_estimate"),
-        tools=Sum("token_estimate", filter=Q(role=Role.TOOL)),
-        added=Sum("token_estimate", filter=Q(position__gt=since or 0)),
-    )
     if reported is not None:
-        added = sums["added"] or 0
-        used, estimated = reported + added, added > 0
+        used, estimated = reported + sums.since_report, sums.since_report > 0
     else:
-        used = system_prompt_tokens(agent.system_prompt) + (sums["total"] or 0)
+        used = system_prompt_tokens(agent.system_prompt) + sums.total
         estimated = True
     return MeterReading(
         used_tokens=used,
@@ -89,7 +122,7 @@ def meter_read(*, session: ChatSession) -> MeterReading:
         output_tokens=session.total_output_tokens,
         api_calls=session.api_calls,
         compaction_count=session.compaction_count,
-        tool_tokens=sums["tools"] or 0,
+        tool_tokens=sums.tools,
         compacting=bool(
             session.compaction_lease_holder
             and session.compaction_lease_expires_at

@@ -19,8 +19,15 @@ from django.utils.translation import gettext as _
 
 from agents import services
 from agents.message_format import message_to_json
-from agents.meter import MeterReading, context_window, meter_read, system_prompt_tokens
+from agents.meter import (
+    MeterReading,
+    context_window,
+    meter_read,
+    system_prompt_tokens,
+    visible_tokens_of,
+)
 from agents.models import ChatSession, Message, Role
+from agents.selectors import llm_history_load
 from channels_app.events import Delta, ErrorEvent, MessageStored, ServerEvent, TokenUpdate
 
 MIN_TAIL_MESSAGES = 3
@@ -142,8 +149,10 @@ def _prepare_session_turn(session: ChatSession, user_message: dict[str, Any]) ->
     from agents.llm_channels import channel_config
     from compaction.context import llm_context_for_session
 
-    reading = meter_read(session=session)
-    compact_first = _auto_compact_due(session, reading)
+    # one read of the visible history serves the meter, the trigger and the context
+    stored = llm_history_load(session=session)
+    reading = meter_read(session=session, visible=visible_tokens_of(session, stored))
+    compact_first = _auto_compact_due(session, reading, visible_count=len(stored))
     return PreparedTurn(
         session_id,
         user_message,
@@ -154,7 +163,7 @@ def _prepare_session_turn(session: ChatSession, user_message: dict[str, Any]) ->
         todos=tuple(session.todos or ()),
         meter=_token_update_from(session_id, reading),
         compact_first=compact_first,
-        messages=() if compact_first else tuple(llm_context_for_session(session)),
+        messages=() if compact_first else tuple(llm_context_for_session(session, stored)),
         session=session,
     )
 
@@ -192,7 +201,9 @@ def _should_auto_compact(session_id: str) -> bool:
     return _auto_compact_due(session, None)
 
 
-def _auto_compact_due(session: ChatSession, reading: MeterReading | None) -> bool:
+def _auto_compact_due(
+    session: ChatSession, reading: MeterReading | None, visible_count: int | None = None
+) -> bool:
     """Seed §2.1 and §10: over the threshold, enough history, not paused (DESIGN 9)."""
     if session.auto_compaction_paused_reason or session.agent.model_channel is None:
         return False
@@ -200,12 +211,13 @@ def _auto_compact_due(session: ChatSession, reading: MeterReading | None) -> boo
         reading = meter_read(session=session)
     if not reading.over_threshold:
         return False
-    visible = (
-        Message.objects.filter(session=session, compacted_at__isnull=True)
-        .exclude(role=Role.SYSTEM, metadata__has_key="systemType")
-        .count()
-    )
-    return visible > session.agent.compaction_protect_first_n + MIN_TAIL_MESSAGES
+    if visible_count is None:
+        visible_count = (
+            Message.objects.filter(session=session, compacted_at__isnull=True)
+            .exclude(role=Role.SYSTEM, metadata__has_key="systemType")
+            .count()
+        )
+    return visible_count > session.agent.compaction_protect_first_n + MIN_TAIL_MESSAGES
 
 
 should_auto_compact = database_sync_to_async(_should_auto_compact)

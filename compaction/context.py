@@ -40,16 +40,23 @@ def to_core_message(stored: StoredMessage) -> Message:
     )
 
 
-def core_messages_for_session(session: ChatSession) -> list[Message]:
-    """The agent's system prompt, then the compacted view without event records."""
-    messages = [to_core_message(m) for m in llm_history_load(session=session)]
+def core_messages_for_session(
+    session: ChatSession, stored: list[StoredMessage] | None = None
+) -> list[Message]:
+    """The agent's system prompt, then the compacted view without event records
+    (``stored``: that view, when the caller has loaded it already)."""
+    if stored is None:
+        stored = llm_history_load(session=session)
+    messages = [to_core_message(m) for m in stored]
     prompt = session.agent.system_prompt
     return [Message(role="system", content=prompt), *messages] if prompt else messages
 
 
-def llm_context_for_session(session: ChatSession) -> list[Message]:
+def llm_context_for_session(
+    session: ChatSession, stored: list[StoredMessage] | None = None
+) -> list[Message]:
     """What every model request is built from: tool pairing always repaired."""
-    repaired, _dropped = repair_tool_pairing(core_messages_for_session(session))
+    repaired, _dropped = repair_tool_pairing(core_messages_for_session(session, stored))
     return repaired
 
 

@@ -114,6 +114,9 @@ DATABASES = {
         conn_health_checks=not DEBUG,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # the health check at most once a second per connection (netaclaw/db_backends)
+    DATABASES["default"]["ENGINE"] = "netaclaw.db_backends.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The zero-setup database is written by two threads at once (a compaction's worker and
     # the chat turns). Deferred transactions that later write fail at once with "database is
