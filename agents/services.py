@@ -89,9 +89,9 @@ def _can_update_returning() -> bool:
     return connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35)
 
 
-def _reserve_returning(session: ChatSession, count: int, usage: tuple[int, int] | None) -> int:
-    """The same in one statement (``UPDATE … RETURNING``): one round trip for every message
-    stored instead of two, and for an answer one instead of four (bench.ws_load)."""
+def _reservation(session: ChatSession, count: int, usage: tuple[int, int] | None):  # type: ignore[no-untyped-def]
+    """``UPDATE … RETURNING`` reserving ``count`` positions (and recording ``usage``): the
+    SQL, its parameters and the names of the returned columns, last position first."""
     meta = ChatSession._meta
     quote = connection.ops.quote_name
 
@@ -119,18 +119,70 @@ def _reserve_returning(session: ChatSession, count: int, usage: tuple[int, int] 
         f"RETURNING {', '.join(col(name) for name in returning)}"
     )
     params.append(pk.get_db_prep_value(session.pk, connection))
+    return sql, params, returning
+
+
+def _take_counters(session: ChatSession, names: Sequence[str], values: Sequence[Any]) -> None:
+    """Set returned session columns on ``session``, converted as the ORM would."""
+    meta = ChatSession._meta
+    for name, value in zip(names, values, strict=True):
+        column = Col(meta.db_table, meta.get_field(name))
+        converters = connection.ops.get_db_converters(column)
+        for converter in converters + column.get_db_converters(connection):
+            value = converter(value, column, connection)
+        setattr(session, column.target.attname, value)
+
+
+def _reserve_returning(session: ChatSession, count: int, usage: tuple[int, int] | None) -> int:
+    """The same in one statement (``UPDATE … RETURNING``): one round trip for every message
+    stored instead of two, and for an answer one instead of four (bench.ws_load)."""
+    sql, params, returning = _reservation(session, count, usage)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         raise ChatSession.DoesNotExist("the session is gone")
-    for name, value in zip(returning[1:], row[1:], strict=True):
-        column = Col(meta.db_table, meta.get_field(name))  # converted as the ORM would
-        converters = connection.ops.get_db_converters(column)
-        for converter in converters + column.get_db_converters(connection):
-            value = converter(value, column, connection)
-        setattr(session, column.target.attname, value)
+    _take_counters(session, returning[1:], row[1:])
     return int(row[0])
+
+
+def _insert_reserving(message: Message, usage: tuple[int, int] | None) -> Message:
+    """PostgreSQL: reserve the position and insert the message in one statement (a
+    data-modifying CTE), so storing a message is one round trip with no BEGIN / COMMIT —
+    four a message before, two of them per answer and per user message on every turn."""
+    session = message.session
+    reserve_sql, params, returning = _reservation(session, 1, usage)
+    meta = Message._meta
+    quote = connection.ops.quote_name
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    values: list[str] = []
+    for field in fields:
+        if field.name == "position":
+            values.append(f"reserved.{quote(ChatSession._meta.get_field('last_position').column)}")
+            continue
+        values.append("%s")
+        params.append(field.get_db_prep_save(field.pre_save(message, add=True), connection))
+    pk_column, position_column = quote(meta.pk.column), quote(meta.get_field("position").column)
+    sql = (
+        f"WITH reserved AS ({reserve_sql}), "
+        f"inserted AS (INSERT INTO {quote(meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in fields)}) "
+        f"SELECT {', '.join(values)} FROM reserved "
+        f"RETURNING {pk_column}, {position_column}) "
+        f"SELECT inserted.{pk_column}, inserted.{position_column}, "
+        f"{', '.join('reserved.' + quote(ChatSession._meta.get_field(n).column) for n in returning)} "
+        f"FROM inserted, reserved"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise ChatSession.DoesNotExist("the session is gone")
+    message.pk, message.position = row[0], row[1]
+    _take_counters(session, returning, row[2:])
+    message._state.adding = False
+    message._state.db = connection.alias
+    return message
 
 
 def message_append(
@@ -158,20 +210,23 @@ def message_append(
         if input_tokens is None or output_tokens is None:
             raise ValueError("record_usage needs input_tokens and output_tokens")
         usage = (input_tokens, output_tokens)
+    message = Message(
+        session=session,
+        role=role,
+        content=content,
+        tool_calls=list(tool_calls),
+        tool_call_id=tool_call_id or "",
+        metadata=metadata or {},
+        token_estimate=_estimate(role, content, tool_calls),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
+    if connection.vendor == "postgresql":
+        return _insert_reserving(message, usage)
     with transaction.atomic():
-        position = _next_positions(session, 1, usage)
-        return Message.objects.create(
-            session=session,
-            position=position,
-            role=role,
-            content=content,
-            tool_calls=list(tool_calls),
-            tool_call_id=tool_call_id or "",
-            metadata=metadata or {},
-            token_estimate=_estimate(role, content, tool_calls),
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-        )
+        message.position = _next_positions(session, 1, usage)
+        message.save(force_insert=True)
+        return message
 
 
 def messages_bulk_append(*, session: ChatSession, rows: Sequence[dict[str, Any]]) -> list[Message]:
