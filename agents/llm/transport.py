@@ -28,6 +28,7 @@ import httpx2
 from .types import ChannelConfig
 
 CLIENTS_PER_LOOP = 32  # channels in use at once in one process; the idle oldest is closed
+CALLS_PER_CLIENT = 16  # calls in flight on one client before another is made
 
 
 @lru_cache(maxsize=1)
@@ -51,27 +52,41 @@ class _Kept(Generic[C]):
 
 
 class AsyncClientPool(Generic[C]):
-    """SDK clients by (event loop, channel config); at most ``per_loop`` per loop.
+    """SDK clients by (event loop, channel config), each serving at most ``calls_per_client``
+    calls at once; clients of at most ``per_loop`` channels per loop.
 
     The key is the whole config, key included, so a channel whose key or address changed
-    gets a new client; the one it replaced is closed once no call is using it.
+    gets new clients; the ones it replaced are closed once no call is using them. Calls are
+    spread over several clients because an HTTP connection pool's bookkeeping grows with the
+    square of the requests in flight on it: one client streaming 500 answers at once cost
+    more CPU per call than a new client per call (bench.ws_load).
     """
 
-    def __init__(self, make: Callable[[ChannelConfig], C], per_loop: int = CLIENTS_PER_LOOP):
+    def __init__(
+        self,
+        make: Callable[[ChannelConfig], C],
+        per_loop: int = CLIENTS_PER_LOOP,
+        calls_per_client: int = CALLS_PER_CLIENT,
+    ):
         self._make = make
         self._per_loop = per_loop
+        self._calls_per_client = calls_per_client
         self._loops: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, OrderedDict[ChannelConfig, _Kept[C]]
+            asyncio.AbstractEventLoop, OrderedDict[ChannelConfig, list[_Kept[C]]]
         ] = weakref.WeakKeyDictionary()
 
     @asynccontextmanager
     async def client(self, config: ChannelConfig) -> AsyncIterator[C]:
         kept_here = self._loops.setdefault(asyncio.get_running_loop(), OrderedDict())
-        kept = kept_here.get(config)
-        if kept is None:
-            kept = kept_here[config] = _Kept(self._make(config))
+        clients = kept_here.get(config)
+        if clients is None:
+            clients = kept_here[config] = []
             await self._evict_beyond_limit(kept_here)
         kept_here.move_to_end(config)
+        kept = min(clients, key=lambda k: k.in_use, default=None)
+        if kept is None or kept.in_use >= self._calls_per_client:
+            kept = _Kept(self._make(config))
+            clients.append(kept)
         kept.in_use += 1
         try:
             yield kept.client
@@ -80,13 +95,20 @@ class AsyncClientPool(Generic[C]):
             if kept.evicted and kept.in_use == 0:
                 await kept.client.close()
 
-    async def _evict_beyond_limit(self, kept_here: OrderedDict[ChannelConfig, _Kept[C]]) -> None:
+    async def _evict_beyond_limit(
+        self, kept_here: OrderedDict[ChannelConfig, list[_Kept[C]]]
+    ) -> None:
         while len(kept_here) > self._per_loop:
             _config, oldest = kept_here.popitem(last=False)
-            oldest.evicted = True
-            if oldest.in_use == 0:
-                await oldest.client.close()
+            for kept in oldest:
+                kept.evicted = True
+                if kept.in_use == 0:
+                    await kept.client.close()
 
     def kept(self) -> int:
-        """Clients kept for the running loop (for tests and diagnostics)."""
+        """Channels with clients kept for the running loop (for tests and diagnostics)."""
         return len(self._loops.get(asyncio.get_running_loop(), ()))
+
+    def clients(self, config: ChannelConfig) -> int:
+        """Clients kept for one channel on the running loop."""
+        return len(self._loops.get(asyncio.get_running_loop(), {}).get(config, ()))

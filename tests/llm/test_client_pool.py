@@ -92,3 +92,21 @@ async def test_a_client_in_use_is_closed_only_when_its_call_ends(
         assert not in_flight.closed
     assert in_flight.closed
     assert pool.kept() == 1
+
+
+async def test_calls_beyond_the_per_client_limit_spread_over_more_clients(
+    llm_server: ScriptedLLMServer,
+) -> None:
+    made: list[_FakeClient] = []
+
+    def make(config):  # type: ignore[no-untyped-def]
+        made.append(_FakeClient(config.api_key))
+        return made[-1]
+
+    pool: AsyncClientPool[_FakeClient] = AsyncClientPool(make, calls_per_client=2)
+    config = make_config(llm_server, "openai")
+    async with pool.client(config) as a, pool.client(config) as b, pool.client(config) as c:
+        assert a is b and c is not a  # two calls share a client; the third gets another
+    async with pool.client(config) as d:
+        assert d in (a, c)  # idle clients are reused, not remade
+    assert pool.clients(config) == 2 and not any(client.closed for client in made)
