@@ -12,7 +12,7 @@ import sys
 
 
 def main() -> int:
-    modules = ["bench.compaction_core", "bench.chat_turn"]
+    modules = ["bench.compaction_core", "bench.chat_turn", "bench.sdk_request"]
     if os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL"):
         modules.append("bench.ws_load")
     else:

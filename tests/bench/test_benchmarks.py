@@ -44,3 +44,13 @@ def test_write_section_replaces_only_its_own_section(tmp_path) -> None:
         "# Benchmarks\n\n## Chat turn\n\nnew turn table\n\n## WebSocket load\n\nws 2\n"
         "\n## Compaction core\n\ncore\n"
     )
+
+
+def test_the_sdk_request_benchmark_measures_both_paths() -> None:
+    from bench import sdk_request
+
+    rows = sdk_request.run([10], calls=2)
+    ((size, create_ms, adapter_ms),) = rows
+    assert size == 10 and create_ms > 0 and adapter_ms > 0
+    text = sdk_request.render(rows, "cmd")
+    assert text.startswith("## Model request overhead\n") and "| 10 |" in text
