@@ -298,6 +298,8 @@ ZH: dict[str, str | list[str]] = {
     "Log out": "退出登录",
     "Logged out": "已退出登录",
     "Log in again": "重新登录",
+    "You are logged in as %(name)s.": "当前登录用户：%(name)s。",
+    "You are not logged in.": "你尚未登录。",
     "Log in": "登录",
     "Your user name and password didn't match. Please try again.": "用户名或密码不正确，请重试。",
     "User name": "用户名",

@@ -5,8 +5,11 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from netaclaw.accounts import LogoutWithConfirmation
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="chat:index", permanent=False)),
+    path("accounts/logout/", LogoutWithConfirmation.as_view(), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

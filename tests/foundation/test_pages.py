@@ -36,8 +36,12 @@ def test_wrong_password_shows_an_error(client) -> None:
 
 
 def test_logout_is_post_only_and_ends_the_session(client) -> None:
-    client.force_login(make_user())
-    assert client.get("/accounts/logout/").status_code == 405
+    client.force_login(make_user(username="carol"))
+    page = client.get("/accounts/logout/")  # a bookmark or a typed address: the button
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'method="post" action="/accounts/logout/"' in html and "carol" in html
+    assert client.get("/chat/").status_code == 200, "a GET must not log out"
     response = client.post("/accounts/logout/")
     assert response.status_code == 302 and response["Location"] == "/accounts/login/"
     assert client.get("/chat/").status_code == 302
