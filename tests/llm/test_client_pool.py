@@ -55,13 +55,19 @@ class _FakeClient:
         self.closed = True
 
 
-async def test_the_idle_oldest_is_closed_beyond_the_limit(llm_server: ScriptedLLMServer) -> None:
-    made: dict[str, _FakeClient] = {}
+def _recording_pool(**limits: int) -> tuple[AsyncClientPool[_FakeClient], list[_FakeClient]]:
+    """A pool of fake clients, and every client it made, in order."""
+    made: list[_FakeClient] = []
 
     def make(config):  # type: ignore[no-untyped-def]
-        return made.setdefault(config.api_key, _FakeClient(config.api_key))
+        made.append(_FakeClient(config.api_key))
+        return made[-1]
 
-    pool: AsyncClientPool[_FakeClient] = AsyncClientPool(make, per_loop=2)
+    return AsyncClientPool(make, **limits), made
+
+
+async def test_the_idle_oldest_is_closed_beyond_the_limit(llm_server: ScriptedLLMServer) -> None:
+    pool, made_in_order = _recording_pool(per_loop=2)
     configs = [make_config(llm_server, "openai", api_key=f"k{i}") for i in range(3)]
     async with pool.client(configs[0]):
         pass
@@ -70,7 +76,8 @@ async def test_the_idle_oldest_is_closed_beyond_the_limit(llm_server: ScriptedLL
     async with pool.client(configs[0]):  # k0 is now the most recently used
         pass
     async with pool.client(configs[2]) as third:
-        assert third is made["k2"]
+        assert third is made_in_order[2]
+    made = {client.name: client for client in made_in_order}
     assert made["k1"].closed and not made["k0"].closed and not made["k2"].closed
     assert pool.kept() == 2
 
@@ -78,13 +85,7 @@ async def test_the_idle_oldest_is_closed_beyond_the_limit(llm_server: ScriptedLL
 async def test_a_client_in_use_is_closed_only_when_its_call_ends(
     llm_server: ScriptedLLMServer,
 ) -> None:
-    made: list[_FakeClient] = []
-
-    def make(config):  # type: ignore[no-untyped-def]
-        made.append(_FakeClient(config.api_key))
-        return made[-1]
-
-    pool: AsyncClientPool[_FakeClient] = AsyncClientPool(make, per_loop=1)
+    pool, _made = _recording_pool(per_loop=1)
     first, second = (make_config(llm_server, "openai", api_key=k) for k in ("a", "b"))
     async with pool.client(first) as in_flight:
         async with pool.client(second):
@@ -97,13 +98,7 @@ async def test_a_client_in_use_is_closed_only_when_its_call_ends(
 async def test_calls_beyond_the_per_client_limit_spread_over_more_clients(
     llm_server: ScriptedLLMServer,
 ) -> None:
-    made: list[_FakeClient] = []
-
-    def make(config):  # type: ignore[no-untyped-def]
-        made.append(_FakeClient(config.api_key))
-        return made[-1]
-
-    pool: AsyncClientPool[_FakeClient] = AsyncClientPool(make, calls_per_client=2)
+    pool, made = _recording_pool(calls_per_client=2)
     config = make_config(llm_server, "openai")
     async with pool.client(config) as a, pool.client(config) as b, pool.client(config) as c:
         assert a is b and c is not a  # two calls share a client; the third gets another
