@@ -61,13 +61,12 @@ from django.urls import path  # noqa: E402
 from channels_app.consumer_base import EventSocketConsumer  # noqa: E402
 from channels_app.events import (  # noqa: E402
     Delta,
-    ErrorEvent,
     MessageStored,
     TokenUpdate,
     TurnDone,
 )
-from channels_app.groups import abroadcast, session_group  # noqa: E402
-from channels_app.protocol import ChatFrame, ProtocolError, parse_client_frame  # noqa: E402
+from channels_app.groups import abroadcast  # noqa: E402
+from channels_app.protocol import ChatFrame  # noqa: E402
 
 ANSWER = "ok"  # what the scripted model (``--responder echo``) streams
 
@@ -105,27 +104,18 @@ class EchoConsumer(EventSocketConsumer):
     """Accept anyone; answer each chat frame with a NetaClaw turn's events, through the layer."""
 
     async def connect(self) -> None:
-        self.joined: set[str] = set()
         self.turns = 0
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
-        for group in self.joined:
-            await self.channel_layer.group_discard(group, self.channel_name)
+        await self.leave_groups()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            frame = parse_client_frame(text_data, max_bytes=settings.NETACLAW["MAX_FRAME_BYTES"])
-        except ProtocolError as exc:
-            await self.send_event(ErrorEvent(exc.error, exc.reason, exc.session_id))
-            return
+        frame = await self.parse_frame(text_data)
         if not isinstance(frame, ChatFrame):
             return
         sid = frame.session_id
-        group = session_group(sid)
-        if group not in self.joined:
-            await self.channel_layer.group_add(group, self.channel_name)
-            self.joined.add(group)
+        await self.join_group(sid)
         calls = self.turns
         self.turns += 1
         position = 2 * calls + 1
@@ -144,11 +134,7 @@ class DirectEchoConsumer(EventSocketConsumer):
         await self.accept()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            frame = parse_client_frame(text_data, max_bytes=settings.NETACLAW["MAX_FRAME_BYTES"])
-        except ProtocolError as exc:
-            await self.send_event(ErrorEvent(exc.error, exc.reason, exc.session_id))
-            return
+        frame = await self.parse_frame(text_data)
         if not isinstance(frame, ChatFrame):
             return
         sid = frame.session_id

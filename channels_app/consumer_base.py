@@ -16,12 +16,18 @@ from typing import Any
 
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
-from channels_app.events import ServerEvent, event_from_layer
+from channels_app.events import ErrorEvent, ServerEvent, event_from_layer
+from channels_app.groups import session_group
+from channels_app.protocol import ClientFrame, ProtocolError, parse_client_frame
 
 
 class EventSocketConsumer(AsyncWebsocketConsumer):
-    """Dispatch without the per-message connection check; send typed events as JSON."""
+    """Dispatch without the per-message connection check; parse client frames; join
+    session groups; send typed events as JSON."""
+
+    joined: frozenset[str] | set[str] = frozenset()  # the session groups this socket is in
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         handler = getattr(self, get_handler_name(message), None)
@@ -38,3 +44,22 @@ class EventSocketConsumer(AsyncWebsocketConsumer):
 
     def encode(self, event: ServerEvent) -> str:
         return json.dumps(event.to_json(), ensure_ascii=False)
+
+    async def parse_frame(self, text_data: str | None) -> ClientFrame | None:
+        """The frame, or None once the client has been told what was wrong with it."""
+        try:
+            return parse_client_frame(text_data, max_bytes=settings.NETACLAW["MAX_FRAME_BYTES"])
+        except ProtocolError as exc:
+            await self.send_event(ErrorEvent(exc.error, exc.reason, exc.session_id))
+            return None
+
+    async def join_group(self, session_id: str) -> None:
+        group = session_group(session_id)
+        if group not in self.joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.joined = {*self.joined, group}
+
+    async def leave_groups(self) -> None:
+        for group in self.joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.joined = frozenset()

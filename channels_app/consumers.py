@@ -20,8 +20,7 @@ from agents.access import SessionNotFound, session_for_user
 from channels_app.consumer_base import EventSocketConsumer
 from channels_app.events import ErrorEvent, ServerEvent
 from channels_app.gateway import gateway
-from channels_app.groups import session_group
-from channels_app.protocol import ChatFrame, ProtocolError, parse_client_frame
+from channels_app.protocol import ChatFrame
 from channels_app.turns import store_chat_message
 
 logger = logging.getLogger(__name__)
@@ -44,18 +43,14 @@ class ChatConsumer(EventSocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         self.user = user
-        self.joined: set[str] = set()
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
-        for group in getattr(self, "joined", set()):
-            await self.channel_layer.group_discard(group, self.channel_name)
+        await self.leave_groups()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        try:
-            frame = parse_client_frame(text_data, max_bytes=settings.NETACLAW["MAX_FRAME_BYTES"])
-        except ProtocolError as exc:
-            await self.send_event(ErrorEvent(exc.error, exc.reason, exc.session_id))
+        frame = await self.parse_frame(text_data)
+        if frame is None:
             return
         if isinstance(frame, ChatFrame):
             # The access check, the store and (when nothing else is queued for the session)
@@ -91,12 +86,6 @@ class ChatConsumer(EventSocketConsumer):
 
     async def refuse_session(self, raw_session_id: str) -> None:
         await self.send_event(ErrorEvent("no such session", "unknown_session", raw_session_id[:64]))
-
-    async def join_group(self, session_id: str) -> None:
-        group = session_group(session_id)
-        if group not in self.joined:
-            await self.channel_layer.group_add(group, self.channel_name)
-            self.joined.add(group)
 
 
 class ChatHtmlConsumer(ChatConsumer):
