@@ -485,7 +485,7 @@ def render(
             f"Server CPU per turn, all levels: NetaClaw {app_ms:.0f} ms, echo yardstick "
             f"{echo_ms:.0f} ms ({app_ms / echo_ms:.1f}×). With every client sending at once "
             "each server is busy on one core for the whole level, so p99 grows with the work "
-            "per turn and the p99 ratio follows the CPU ratio.",
+            "per turn: the p99 ratio is the CPU ratio times the ratio of the two tails (p99 / p50).",
         ]
     lines += [
         "",

@@ -406,6 +406,10 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # never join a thread stuck in a Hang on stop()
     allow_reuse_address = True
+    # socketserver's default backlog is 5: with hundreds of streams opening connections at
+    # once (bench.ws_load) a SYN beyond it is dropped and retried by the client's TCP after
+    # 1, 3, 7 s — seconds of latency no provider's endpoint adds
+    request_queue_size = 1024
     scripted: ScriptedLLMServer
 
 
