@@ -314,3 +314,27 @@ def test_failure_bubbles_speak_the_pages_language(
     doc = parse(client.get(f"/chat/{session.pk}/").content)
     bubble = doc.select(data_event="compaction_failed")[0]
     assert expected in " ".join(bubble.text().split())
+
+
+def test_every_chinese_string_is_translated_or_deliberately_english() -> None:
+    """A msgid with no zh-hans text shows English in the Chinese UI; only the protocol strings
+    programs read (fill_translations.UNTRANSLATED) may stay so."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    locale_dir = Path(__file__).resolve().parents[2] / "locale"
+    spec = importlib.util.spec_from_file_location("fill", locale_dir / "fill_translations.py")
+    assert spec is not None and spec.loader is not None
+    fill = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fill)
+    po = (locale_dir / "zh_Hans" / "LC_MESSAGES" / "django.po").read_text()
+    entries = po.split("\n\n")[1:]  # after the header
+    assert len(entries) > 200
+    assert not [e for e in entries if "#, fuzzy" in e]
+    untranslated = set()
+    for entry in entries:
+        if re.search(r'^msgstr(\[\d\])? ""$(?!\n")', entry, re.M):
+            msgid = re.search(r'^msgid "(.*)"$', entry, re.M)
+            untranslated.add(msgid.group(1).replace('\\"', '"') if msgid else entry)
+    assert untranslated <= fill.UNTRANSLATED, untranslated - fill.UNTRANSLATED
