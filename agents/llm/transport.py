@@ -8,7 +8,7 @@ An async client's connection pool is bound to the event loop it first ran on, an
 callers run on many loops (Daphne's, ``async_to_sync``'s, tests'). So async clients are
 kept per loop and per channel: on Daphne's long-lived loop every model call of a channel
 reuses its keep-alive connections instead of opening a TCP (and, to a provider, TLS)
-connection per call. A loop's clients go when the loop is garbage.
+connection per call. A loop's clients are dropped once the loop has closed.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ class AsyncClientPool(Generic[C]):
 
     @asynccontextmanager
     async def client(self, config: ChannelConfig) -> AsyncIterator[C]:
+        self._forget_closed_loops()
         kept_here = self._loops.setdefault(asyncio.get_running_loop(), OrderedDict())
         clients = kept_here.get(config)
         if clients is None:
@@ -104,6 +105,19 @@ class AsyncClientPool(Generic[C]):
                 kept.evicted = True
                 if kept.in_use == 0:
                     await kept.client.close()
+
+    def _forget_closed_loops(self) -> None:
+        """Drop the clients of loops that have ended (``asyncio.run``, ``async_to_sync``).
+
+        The weak keys alone never let a loop go: its clients' connections refer to it. A
+        closed loop's connections cannot be closed politely any more; dropped, they are
+        closed when collected."""
+        for loop in [loop for loop in self._loops if loop.is_closed()]:
+            del self._loops[loop]
+
+    def loops(self) -> int:
+        """Event loops with clients kept (for tests and diagnostics)."""
+        return len(self._loops)
 
     def kept(self) -> int:
         """Channels with clients kept for the running loop (for tests and diagnostics)."""

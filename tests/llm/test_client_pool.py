@@ -50,6 +50,7 @@ class _FakeClient:
     def __init__(self, name: str) -> None:
         self.name = name
         self.closed = False
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     async def close(self) -> None:
         self.closed = True
@@ -105,3 +106,26 @@ async def test_calls_beyond_the_per_client_limit_spread_over_more_clients(
     async with pool.client(config) as d:
         assert d in (a, c)  # idle clients are reused, not remade
     assert pool.clients(config) == 2 and not any(client.closed for client in made)
+
+
+def test_the_clients_of_ended_loops_are_let_go(llm_server: ScriptedLLMServer) -> None:
+    """``asyncio.run`` per call (commands, ``async_to_sync``) must not keep a client and its
+    connections per call for the life of the process."""
+    made: list[_FakeClient] = []
+
+    def make(config):  # type: ignore[no-untyped-def]
+        made.append(_FakeClient(config.api_key))
+        made[-1].loop = asyncio.get_running_loop()  # as a real client's connections do
+        return made[-1]
+
+    pool: AsyncClientPool[_FakeClient] = AsyncClientPool(make)
+    config = make_config(llm_server, "openai")
+
+    async def one_call() -> None:
+        async with pool.client(config):
+            pass
+
+    for _ in range(20):
+        asyncio.run(one_call())
+    assert len(made) == 20  # one per loop: a pool never serves another loop
+    assert pool.loops() == 1  # only the last loop's, dropped on the next call from any loop
