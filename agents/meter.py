@@ -15,6 +15,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from agents.models import ChatSession, Message, ModelChannel, Role
+from agents.selectors import model_visible
 from compaction.core.tokens import estimate_tokens
 from compaction.core.types import Message as CoreMessage
 
@@ -77,14 +78,10 @@ def _since_report(session: ChatSession) -> int:
 
 def visible_tokens(session: ChatSession) -> VisibleTokens:
     """One aggregate query (DESIGN 3)."""
-    sums = (
-        Message.objects.filter(session=session, compacted_at__isnull=True)
-        .exclude(role=Role.SYSTEM, metadata__has_key="systemType")
-        .aggregate(
-            total=Sum("token_estimate"),
-            tools=Sum("token_estimate", filter=Q(role=Role.TOOL)),
-            added=Sum("token_estimate", filter=Q(position__gt=_since_report(session))),
-        )
+    sums = model_visible(session=session).aggregate(
+        total=Sum("token_estimate"),
+        tools=Sum("token_estimate", filter=Q(role=Role.TOOL)),
+        added=Sum("token_estimate", filter=Q(position__gt=_since_report(session))),
     )
     return VisibleTokens(sums["total"] or 0, sums["tools"] or 0, sums["added"] or 0)
 

@@ -52,11 +52,17 @@ def latest_summary(*, session: ChatSession) -> Message | None:
     )
 
 
-def context_estimate(*, session: ChatSession, after_position: int | None = None) -> int:
-    """Sum of stored estimates of what the model would see (DESIGN 3): one aggregate."""
-    qs = Message.objects.filter(session=session, compacted_at__isnull=True).exclude(
+def model_visible(*, session: ChatSession) -> QuerySet[Message]:
+    """What a model may see, unordered (for sums and counts): the compacted view without
+    system event records — the rows ``llm_history_load`` returns in order."""
+    return Message.objects.filter(session=session, compacted_at__isnull=True).exclude(
         role=Role.SYSTEM, metadata__has_key="systemType"
     )
+
+
+def context_estimate(*, session: ChatSession, after_position: int | None = None) -> int:
+    """Sum of stored estimates of what the model would see (DESIGN 3): one aggregate."""
+    qs = model_visible(session=session)
     if after_position is not None:
         qs = qs.filter(position__gt=after_position)
     return qs.aggregate(total=Sum("token_estimate"))["total"] or 0

@@ -26,8 +26,8 @@ from agents.meter import (
     system_prompt_tokens,
     visible_tokens_of,
 )
-from agents.models import ChatSession, Message, Role
-from agents.selectors import llm_history_load
+from agents.models import ChatSession, Role
+from agents.selectors import llm_history_load, model_visible
 from channels_app.events import Delta, ErrorEvent, MessageStored, ServerEvent, TokenUpdate
 
 MIN_TAIL_MESSAGES = 3
@@ -212,11 +212,7 @@ def _auto_compact_due(
     if not reading.over_threshold:
         return False
     if visible_count is None:
-        visible_count = (
-            Message.objects.filter(session=session, compacted_at__isnull=True)
-            .exclude(role=Role.SYSTEM, metadata__has_key="systemType")
-            .count()
-        )
+        visible_count = model_visible(session=session).count()
     return visible_count > session.agent.compaction_protect_first_n + MIN_TAIL_MESSAGES
 
 
