@@ -89,14 +89,18 @@ def _can_update_returning() -> bool:
     return connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 35)
 
 
+def _column(model: type[Any], name: str) -> str:
+    """The quoted column of a model's field, for the hand-written statements below."""
+    return connection.ops.quote_name(model._meta.get_field(name).column)
+
+
 def _reservation(session: ChatSession, count: int, usage: tuple[int, int] | None):  # type: ignore[no-untyped-def]
     """``UPDATE … RETURNING`` reserving ``count`` positions (and recording ``usage``): the
     SQL, its parameters and the names of the returned columns, last position first."""
     meta = ChatSession._meta
-    quote = connection.ops.quote_name
 
     def col(name: str) -> str:
-        return quote(meta.get_field(name).column)
+        return _column(ChatSession, name)
 
     updated, pk = meta.get_field("updated_at"), meta.get_field("id")
     sets = [f"{col('last_position')} = {col('last_position')} + %s", f"{col('updated_at')} = %s"]
@@ -115,7 +119,8 @@ def _reservation(session: ChatSession, count: int, usage: tuple[int, int] | None
         params += [usage[0], usage[0], usage[1]]
         returning += USAGE_FIELDS
     sql = (
-        f"UPDATE {quote(meta.db_table)} SET {', '.join(sets)} WHERE {quote(pk.column)} = %s "
+        f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {', '.join(sets)} "
+        f"WHERE {col('id')} = %s "
         f"RETURNING {', '.join(col(name) for name in returning)}"
     )
     params.append(pk.get_db_prep_value(session.pk, connection))
@@ -158,11 +163,11 @@ def _insert_reserving(message: Message, usage: tuple[int, int] | None) -> Messag
     values: list[str] = []
     for field in fields:
         if field.name == "position":
-            values.append(f"reserved.{quote(ChatSession._meta.get_field('last_position').column)}")
+            values.append(f"reserved.{_column(ChatSession, 'last_position')}")
             continue
         values.append("%s")
         params.append(field.get_db_prep_save(field.pre_save(message, add=True), connection))
-    pk_column, position_column = quote(meta.pk.column), quote(meta.get_field("position").column)
+    pk_column, position_column = _column(Message, "id"), _column(Message, "position")
     sql = (
         f"WITH reserved AS ({reserve_sql}), "
         f"inserted AS (INSERT INTO {quote(meta.db_table)} "
@@ -170,7 +175,7 @@ def _insert_reserving(message: Message, usage: tuple[int, int] | None) -> Messag
         f"SELECT {', '.join(values)} FROM reserved "
         f"RETURNING {pk_column}, {position_column}) "
         f"SELECT inserted.{pk_column}, inserted.{position_column}, "
-        f"{', '.join('reserved.' + quote(ChatSession._meta.get_field(n).column) for n in returning)} "
+        f"{', '.join('reserved.' + _column(ChatSession, n) for n in returning)} "
         f"FROM inserted, reserved"
     )
     with connection.cursor() as cursor:
