@@ -1,7 +1,7 @@
 """WebSocket load: N concurrent chat sockets against NetaClaw, next to an echo yardstick.
 
     DATABASE_URL=postgres://… REDIS_URL=redis://… .venv/bin/python -m bench.ws_load \
-        [--levels 100,250,500] [--turns 3] [--repeat 1] [--write] [--py-spy FILE.svg|.txt]
+        [--levels 100,250,500] [--turns 3] [--repeat 1] [--write] [--py-spy FILE.svg|.txt|.json]
 
 Needs ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``: the production shape. The run
 
@@ -211,6 +211,8 @@ class LevelResult:
     turns: int
     first_delta: list[float] = field(default_factory=list)
     done: list[float] = field(default_factory=list)
+    # per completed turn: (turn index, seconds from the send to each stage it reached)
+    stages: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     errors: int = 0  # turns that did not complete, plus sockets the server closed
     error_kinds: dict[str, int] = field(default_factory=dict)
     error_samples: list[str] = field(default_factory=list)
@@ -218,6 +220,7 @@ class LevelResult:
     wall_seconds: float = 0.0
     server_cpu_seconds: float = 0.0  # user + system
     server_sys_seconds: float = 0.0
+    model_cpu_seconds: float = 0.0  # the scripted model's process, over the same turns
 
     def error(self, kind: str, text: str, count: int = 1) -> None:
         self.errors += count
@@ -276,6 +279,7 @@ async def _client(
         frame = json.dumps({"type": "chat", "sessionId": session_id, "content": f"hello {turn}"})
         sent = time.perf_counter()
         first: float | None = None
+        reached: dict[str, float] = {}
         answered = not full
         failure: tuple[str, str] | None = None
         try:
@@ -289,8 +293,11 @@ async def _client(
                         break
                     if kind == "delta" and first is None:
                         first = time.perf_counter() - sent
+                        reached["delta"] = first
                     elif kind == "message":
-                        answered = answered or event["message"].get("role") == "assistant"
+                        role = event["message"].get("role")
+                        reached.setdefault(role, time.perf_counter() - sent)
+                        answered = answered or role == "assistant"
                     elif kind == "error":
                         failure = (
                             "error event",
@@ -316,7 +323,8 @@ async def _client(
             return False
         assert first is not None
         result.first_delta.append(first)
-        result.done.append(time.perf_counter() - sent)
+        result.done.append(reached.setdefault("turn_done", time.perf_counter() - sent))
+        result.stages.append((turn, reached))
     return True
 
 
@@ -330,6 +338,7 @@ async def run_level(
     full: bool = True,
     pid: int | None = None,
     idle: float = 0.0,
+    model_pid: int | None = None,
 ) -> LevelResult:
     """One level: connect every client, then all chat at once; then (``idle``) keep the
     sockets open and idle for a while and count every one the server closed."""
@@ -349,6 +358,7 @@ async def run_level(
         task = asyncio.create_task(_client(ws, sid, turns, start, result, full=full))
         tasks.append((ws, task))
     cpu = _cpu_times(pid) if pid else (math.nan, math.nan)
+    model_cpu = _cpu_times(model_pid) if model_pid else (math.nan, math.nan)
     began = time.perf_counter()
     start.set()
     try:
@@ -364,6 +374,9 @@ async def run_level(
         user, system = _cpu_times(pid)
         result.server_cpu_seconds = user - cpu[0] + system - cpu[1]
         result.server_sys_seconds = system - cpu[1]
+    if model_pid:
+        user, system = _cpu_times(model_pid)
+        result.model_cpu_seconds = user - model_cpu[0] + system - model_cpu[1]
     if idle:
         await asyncio.sleep(idle)
     for ws, task in tasks:  # a socket closed after its turns (idle, 1011) is an error too
@@ -505,6 +518,8 @@ def render(
                 f"| {_ms(r.first_delta, 50)} | {_ms(r.first_delta, 99)} "
                 f"| {_ms(r.done, 50)} | {_ms(r.done, 99)} | {rate:.0f} | {cpu:.1f} |"
             )
+    top = max(by_level)
+    lines += ["", *_stage_table(by_level[top], top)]
     kinds: dict[str, int] = {}
     for r in results:
         for kind, n in r.error_kinds.items():
@@ -514,6 +529,42 @@ def render(
         samples = [s for r in results for s in r.error_samples]
         lines += ["", "Error samples: " + "; ".join(f"`{s}`" for s in samples[:5])]
     return "\n".join(lines) + "\n"
+
+
+STAGES = (
+    ("user", "user message back"),
+    ("delta", "first delta"),
+    ("assistant", "answer stored"),
+    ("turn_done", "turn_done"),
+)
+
+
+def _stage_table(pair: dict[str, LevelResult], clients: int) -> list[str]:
+    """p50 / p99 of each stage of a turn, by the turn's index in its session, at one level.
+
+    The first turn of every session starts at the same instant; the later ones start as
+    the earlier ones end. Split this way, the table shows which turns make the tail and,
+    by stage, where a turn waited: storing the user's message, reaching the model, or
+    storing the answer."""
+    lines = [
+        f"By turn and stage at {clients} clients (ms from the send, p50 / p99; "
+        "turns that completed):",
+        "",
+        "| server | turn | " + " | ".join(title for _, title in STAGES) + " |",
+        "|---|---:|" + "---:|" * len(STAGES),
+    ]
+    for server in ("echo", "netaclaw"):
+        r = pair.get(server)
+        if r is None:
+            continue
+        for turn in sorted({t for t, _ in r.stages}):
+            reached = [stages for t, stages in r.stages if t == turn]
+            cells = []
+            for key, _ in STAGES:
+                samples = [stages[key] for stages in reached if key in stages]
+                cells.append(f"{_ms(samples, 50)} / {_ms(samples, 99)}")
+            lines.append(f"| {TITLES[server]} | {turn + 1} | " + " | ".join(cells) + " |")
+    return lines
 
 
 # ---------------------------------------------------------------------------
@@ -552,7 +603,7 @@ def run(
             env=env,
             log=work / "model.log",
             port=model_port,
-        ):
+        ) as model_pid:
             pairs = _create_fixtures(env, total, f"http://127.0.0.1:{model_port}/v1")
             daphne = [sys.executable, "-m", "daphne", "-b", "127.0.0.1"]
             with (
@@ -591,8 +642,9 @@ def run(
                         port, path, pid = targets[server]
                         spy = None
                         profile = py_spy and round_no == 0 and level == max(levels)
-                        if server == "netaclaw" and profile:
-                            spy = _start_py_spy(app_pid, py_spy)
+                        if profile and server != "direct":
+                            out = Path(py_spy)
+                            spy = _start_py_spy(pid, str(out.with_stem(f"{out.stem}.{server}")))
                         result = asyncio.run(
                             run_level(
                                 server,
@@ -603,6 +655,7 @@ def run(
                                 full=server != "direct",
                                 pid=pid,
                                 idle=IDLE_SECONDS if server != "direct" else 0.0,
+                                model_pid=model_pid if server == "netaclaw" else None,
                             )
                         )
                         if spy is not None:
@@ -617,7 +670,8 @@ def run(
                             f"(connect {result.connect_seconds:.1f}s, "
                             f"run {result.wall_seconds:.1f}s, server CPU "
                             f"{result.server_cpu_seconds:.1f}s of it system "
-                            f"{result.server_sys_seconds:.1f}s)",
+                            f"{result.server_sys_seconds:.1f}s; scripted model CPU "
+                            f"{result.model_cpu_seconds:.1f}s)",
                             flush=True,
                         )
     finally:
@@ -639,6 +693,7 @@ def pooled(results: list[LevelResult]) -> list[LevelResult]:
         m.turns += r.turns
         m.first_delta += r.first_delta
         m.done += r.done
+        m.stages += r.stages
         m.errors += r.errors
         for kind, n in r.error_kinds.items():
             m.error_kinds[kind] = m.error_kinds.get(kind, 0) + n
@@ -647,6 +702,7 @@ def pooled(results: list[LevelResult]) -> list[LevelResult]:
         m.wall_seconds += r.wall_seconds
         m.server_cpu_seconds += r.server_cpu_seconds
         m.server_sys_seconds += r.server_sys_seconds
+        m.model_cpu_seconds += r.model_cpu_seconds
     return list(merged.values())
 
 
@@ -680,6 +736,7 @@ def _start_py_spy(pid: int, out: str) -> subprocess.Popen[Any] | None:
         "-r",
         "50",
         "--nonblocking",
+        "--gil",  # only samples holding the GIL: CPU work, not threads waiting for it
     ]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -720,7 +777,11 @@ def main(argv: list[str] | None = None) -> None:
         "--repeat", type=int, default=1, help="rounds over all levels, samples pooled"
     )
     parser.add_argument("--write", action="store_true", help="record the table in BENCHMARKS.md")
-    parser.add_argument("--py-spy", metavar="FILE", help="profile NetaClaw at the top level")
+    parser.add_argument(
+        "--py-spy",
+        metavar="FILE",
+        help="profile each server at the top level (FILE.netaclaw.txt, FILE.echo.txt…)",
+    )
     parser.add_argument(
         "--servers",
         default=",".join(SERVERS),
