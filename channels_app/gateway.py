@@ -202,7 +202,9 @@ class Gateway:
             return await turns.llm_context(sid) if outcome.status == "done" else messages
 
         async def on_event(event: Any) -> None:
-            for server_event in await turns.handle_runtime_event(sid, event, prepared.session):
+            for server_event in await turns.handle_runtime_event(
+                sid, event, prepared.session, prepared.tally
+            ):
                 await abroadcast(sid, server_event)
 
         await turns.run_turn(

@@ -21,10 +21,10 @@ from agents import services
 from agents.message_format import message_to_json
 from agents.meter import (
     MeterReading,
+    TurnTally,
     context_window,
     meter_read,
     system_prompt_tokens,
-    visible_tokens_of,
 )
 from agents.models import ChatSession, Role
 from agents.selectors import llm_history_load, model_visible
@@ -48,6 +48,7 @@ class PreparedTurn:
     compact_first: bool = False  # over the threshold: compact, then re-read meter and context
     messages: tuple[Any, ...] = ()  # the model's context (empty when compact_first)
     session: ChatSession | None = None  # reused by the turn's writes (same runner, one at a time)
+    tally: TurnTally | None = None  # the visible sums, moved by the turn's writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,8 @@ def _prepare_session_turn(session: ChatSession, user_message: dict[str, Any]) ->
 
     # one read of the visible history serves the meter, the trigger and the context
     stored = llm_history_load(session=session)
-    reading = meter_read(session=session, visible=visible_tokens_of(session, stored))
+    tally = TurnTally.at_read(session, stored)
+    reading = meter_read(session=session, visible=tally.visible)
     compact_first = _auto_compact_due(session, reading, visible_count=len(stored))
     return PreparedTurn(
         session_id,
@@ -165,6 +167,7 @@ def _prepare_session_turn(session: ChatSession, user_message: dict[str, Any]) ->
         compact_first=compact_first,
         messages=() if compact_first else tuple(llm_context_for_session(session, stored)),
         session=session,
+        tally=tally,
     )
 
 
@@ -251,10 +254,14 @@ meter_and_context = database_sync_to_async(_meter_and_context)
 
 
 def _store_runtime_event(
-    session_id: str, event: Any, session: ChatSession | None = None
+    session_id: str,
+    event: Any,
+    session: ChatSession | None = None,
+    tally: TurnTally | None = None,
 ) -> list[ServerEvent]:
     """Store what the runtime produced; ``session`` (the turn's, loaded with its agent and
-    channel) saves reloading it, or it is loaded here."""
+    channel) saves reloading it, or it is loaded here. With the turn's ``tally`` the meter
+    after an answer is computed, not queried, whenever that is exact."""
     from agents import runtime
 
     if session is None:
@@ -274,7 +281,12 @@ def _store_runtime_event(
         )
         events: list[ServerEvent] = [MessageStored(session_id, message_to_json(stored))]
         if usage is not None:
-            events.append(_token_update_from(session_id, meter_read(session=session)))
+            visible = tally.after_answer(session, stored) if tally is not None else None
+            events.append(
+                _token_update_from(session_id, meter_read(session=session, visible=visible))
+            )
+        elif tally is not None:
+            tally.add(stored)
         return events
     if isinstance(event, runtime.ToolResult):
         stored = services.message_append(
@@ -284,6 +296,8 @@ def _store_runtime_event(
             tool_call_id=event.call_id,
             metadata={"toolName": event.name, "isError": event.is_error},
         )
+        if tally is not None:
+            tally.add(stored)
         return [MessageStored(session_id, message_to_json(stored))]
     if isinstance(event, runtime.RunFailed):
         return [ErrorEvent(error=event.message, reason=event.reason, session_id=session_id)]
@@ -302,7 +316,10 @@ _store_runtime_event_async = database_sync_to_async(_store_runtime_event)
 
 
 async def handle_runtime_event(
-    session_id: str, event: Any, session: ChatSession | None = None
+    session_id: str,
+    event: Any,
+    session: ChatSession | None = None,
+    tally: TurnTally | None = None,
 ) -> list[ServerEvent]:
     from agents import runtime
 
@@ -310,7 +327,7 @@ async def handle_runtime_event(
         return [Delta(session_id, event.text)]
     if isinstance(event, runtime.UsageUpdate):
         return []  # stored with the assistant message that follows it
-    return await _store_runtime_event_async(session_id, event, session)
+    return await _store_runtime_event_async(session_id, event, session, tally)
 
 
 def _save_todos(session_id: str, items: list[dict[str, Any]]) -> None:
