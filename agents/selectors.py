@@ -6,6 +6,7 @@ from typing import Literal
 
 from django.db.models import QuerySet, Sum
 
+from agents.compiled import CompiledRead
 from agents.models import ChatSession, Message, Role
 
 HistoryView = Literal["compacted", "full"]
@@ -36,9 +37,18 @@ def history_load(
     return list(history_queryset(session=session, view=view, include_events=include_events))
 
 
+_llm_history = CompiledRead(
+    Message,
+    ChatSession,
+    lambda key: history_queryset(session=key, view="compacted", include_events=False),
+)
+
+
 def llm_history_load(*, session: ChatSession) -> list[Message]:
-    """What a model may see: the compacted view without system event records."""
-    return history_load(session=session, view="compacted", include_events=False)
+    """What a model may see: the compacted view without system event records.
+
+    Read on every chat turn, so its SQL is compiled once (``agents.compiled``)."""
+    return _llm_history(session.pk)
 
 
 def latest_summary(*, session: ChatSession) -> Message | None:
