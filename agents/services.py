@@ -94,46 +94,70 @@ def _column(model: type[Any], name: str) -> str:
     return connection.ops.quote_name(model._meta.get_field(name).column)
 
 
-def _reservation(session: ChatSession, count: int, usage: tuple[int, int] | None):  # type: ignore[no-untyped-def]
-    """``UPDATE … RETURNING`` reserving ``count`` positions (and recording ``usage``): the
-    SQL, its parameters and the names of the returned columns, last position first."""
-    meta = ChatSession._meta
+# The hand-written statements' text depends only on the database and on whether usage is
+# recorded: built once, not for every message (bench.ws_load: every chat turn appends two).
+_STATEMENTS: dict[tuple[str, str, bool], tuple[str, tuple[str, ...]]] = {}
+_CONVERTERS: dict[tuple[str, str], tuple[Col, list[Any]]] = {}
 
-    def col(name: str) -> str:
-        return _column(ChatSession, name)
 
-    updated, pk = meta.get_field("updated_at"), meta.get_field("id")
-    sets = [f"{col('last_position')} = {col('last_position')} + %s", f"{col('updated_at')} = %s"]
-    params: list[Any] = [count, updated.get_db_prep_value(timezone.now(), connection)]
-    returning = ["last_position"]
-    if usage is not None:
-        # every right-hand side reads the row before the update: the input position is the
-        # last one before the answer
-        sets += [
-            f"{col('last_input_tokens')} = %s",
-            f"{col('last_input_position')} = {col('last_position')}",
-            f"{col('total_input_tokens')} = {col('total_input_tokens')} + %s",
-            f"{col('total_output_tokens')} = {col('total_output_tokens')} + %s",
-            f"{col('api_calls')} = {col('api_calls')} + 1",
+def _reservation_sql(with_usage: bool) -> tuple[str, tuple[str, ...]]:
+    """``UPDATE … RETURNING`` reserving positions (and recording usage): the SQL and the
+    names of the returned columns, last position first."""
+    key = ("reserve", connection.vendor, with_usage)
+    if key not in _STATEMENTS:
+
+        def col(name: str) -> str:
+            return _column(ChatSession, name)
+
+        sets = [
+            f"{col('last_position')} = {col('last_position')} + %s",
+            f"{col('updated_at')} = %s",
         ]
+        returning: tuple[str, ...] = ("last_position",)
+        if with_usage:
+            # every right-hand side reads the row before the update: the input position is
+            # the last one before the answer
+            sets += [
+                f"{col('last_input_tokens')} = %s",
+                f"{col('last_input_position')} = {col('last_position')}",
+                f"{col('total_input_tokens')} = {col('total_input_tokens')} + %s",
+                f"{col('total_output_tokens')} = {col('total_output_tokens')} + %s",
+                f"{col('api_calls')} = {col('api_calls')} + 1",
+            ]
+            returning += USAGE_FIELDS
+        _STATEMENTS[key] = (
+            f"UPDATE {connection.ops.quote_name(ChatSession._meta.db_table)} "
+            f"SET {', '.join(sets)} WHERE {col('id')} = %s "
+            f"RETURNING {', '.join(col(name) for name in returning)}",
+            returning,
+        )
+    return _STATEMENTS[key]
+
+
+def _reservation(session: ChatSession, count: int, usage: tuple[int, int] | None):  # type: ignore[no-untyped-def]
+    """The reservation statement with its parameters, and the returned columns' names."""
+    sql, returning = _reservation_sql(usage is not None)
+    meta = ChatSession._meta
+    params: list[Any] = [
+        count,
+        meta.get_field("updated_at").get_db_prep_value(timezone.now(), connection),
+    ]
+    if usage is not None:
         params += [usage[0], usage[0], usage[1]]
-        returning += USAGE_FIELDS
-    sql = (
-        f"UPDATE {connection.ops.quote_name(meta.db_table)} SET {', '.join(sets)} "
-        f"WHERE {col('id')} = %s "
-        f"RETURNING {', '.join(col(name) for name in returning)}"
-    )
-    params.append(pk.get_db_prep_value(session.pk, connection))
+    params.append(meta.pk.get_db_prep_value(session.pk, connection))
     return sql, params, returning
 
 
 def _take_counters(session: ChatSession, names: Sequence[str], values: Sequence[Any]) -> None:
     """Set returned session columns on ``session``, converted as the ORM would."""
-    meta = ChatSession._meta
     for name, value in zip(names, values, strict=True):
-        column = Col(meta.db_table, meta.get_field(name))
-        converters = connection.ops.get_db_converters(column)
-        for converter in converters + column.get_db_converters(connection):
+        key = (connection.vendor, name)
+        if key not in _CONVERTERS:
+            column = Col(ChatSession._meta.db_table, ChatSession._meta.get_field(name))
+            converters = connection.ops.get_db_converters(column)
+            _CONVERTERS[key] = (column, converters + column.get_db_converters(connection))
+        column, converters = _CONVERTERS[key]
+        for converter in converters:
             value = converter(value, column, connection)
         setattr(session, column.target.attname, value)
 
@@ -151,33 +175,41 @@ def _reserve_returning(session: ChatSession, count: int, usage: tuple[int, int] 
     return int(row[0])
 
 
+def _insert_sql(with_usage: bool) -> tuple[str, list[Any]]:
+    """The reserving insert's SQL and the message fields it takes as parameters, in order."""
+    key = ("insert", connection.vendor, with_usage)
+    if key not in _STATEMENTS:
+        reserve_sql, returning = _reservation_sql(with_usage)
+        quote = connection.ops.quote_name
+        fields = [f for f in Message._meta.concrete_fields if not f.primary_key]
+        values = [
+            f"reserved.{_column(ChatSession, 'last_position')}" if f.name == "position" else "%s"
+            for f in fields
+        ]
+        pk_column, position_column = _column(Message, "id"), _column(Message, "position")
+        sql = (
+            f"WITH reserved AS ({reserve_sql}), "
+            f"inserted AS (INSERT INTO {quote(Message._meta.db_table)} "
+            f"({', '.join(quote(f.column) for f in fields)}) "
+            f"SELECT {', '.join(values)} FROM reserved "
+            f"RETURNING {pk_column}, {position_column}) "
+            f"SELECT inserted.{pk_column}, inserted.{position_column}, "
+            f"{', '.join('reserved.' + _column(ChatSession, n) for n in returning)} "
+            f"FROM inserted, reserved"
+        )
+        _STATEMENTS[key] = (sql, tuple(f.name for f in fields))
+    sql, names = _STATEMENTS[key]
+    return sql, [Message._meta.get_field(name) for name in names if name != "position"]
+
+
 def _insert_reserving(message: Message, usage: tuple[int, int] | None) -> Message:
     """PostgreSQL: reserve the position and insert the message in one statement (a
     data-modifying CTE), so storing a message is one round trip with no BEGIN / COMMIT —
     four a message before, two of them per answer and per user message on every turn."""
     session = message.session
-    reserve_sql, params, returning = _reservation(session, 1, usage)
-    meta = Message._meta
-    quote = connection.ops.quote_name
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
-    values: list[str] = []
-    for field in fields:
-        if field.name == "position":
-            values.append(f"reserved.{_column(ChatSession, 'last_position')}")
-            continue
-        values.append("%s")
-        params.append(field.get_db_prep_save(field.pre_save(message, add=True), connection))
-    pk_column, position_column = _column(Message, "id"), _column(Message, "position")
-    sql = (
-        f"WITH reserved AS ({reserve_sql}), "
-        f"inserted AS (INSERT INTO {quote(meta.db_table)} "
-        f"({', '.join(quote(f.column) for f in fields)}) "
-        f"SELECT {', '.join(values)} FROM reserved "
-        f"RETURNING {pk_column}, {position_column}) "
-        f"SELECT inserted.{pk_column}, inserted.{position_column}, "
-        f"{', '.join('reserved.' + _column(ChatSession, n) for n in returning)} "
-        f"FROM inserted, reserved"
-    )
+    _, params, returning = _reservation(session, 1, usage)
+    sql, fields = _insert_sql(usage is not None)
+    params += [f.get_db_prep_save(f.pre_save(message, add=True), connection) for f in fields]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
