@@ -67,6 +67,7 @@ from channels_app.events import (  # noqa: E402
 )
 from channels_app.groups import abroadcast  # noqa: E402
 from channels_app.protocol import ChatFrame  # noqa: E402
+from netaclaw.startup_heap import freeze_startup_heap  # noqa: E402
 
 ANSWER = "ok"  # what the scripted model (``--responder echo``) streams
 
@@ -152,3 +153,6 @@ application = ProtocolTypeRouter(
         )
     }
 )
+
+# the same process tuning as NetaClaw's entry point (netaclaw/asgi.py), on its own heap
+freeze_startup_heap()
