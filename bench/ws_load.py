@@ -15,7 +15,9 @@ Needs ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``: the production shape. The
    one Daphne serving ``bench/echo_asgi.py``: the yardstick (``/ws/chat/``: the same
    consumer base class and channel layer, the same six events per turn through Redis, no
    authentication, database or model) and the bare echo (``/ws/direct/``: no layer);
-4. for each level N, on each server in turn: N ``websockets`` clients connect (token
+4. warms each server up with one turn per client at the largest level (a just-started
+   process grows its pools, caches and heap in that first burst; reported apart, not
+   pooled), then for each level N, on each server in turn: N ``websockets`` clients connect (token
    header), then all at once each sends ``--turns`` chat frames, each after the previous
    ``turn_done``, and times send → first ``delta`` and send → ``turn_done``; a turn counts
    only with a delta, the stored answer (``message`` from the assistant) and
@@ -23,8 +25,9 @@ Needs ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``: the production shape. The
    ``error`` event, a closed socket (1011…), a timeout, a missing delta or answer, every
    turn a failed client could not run, and every socket the server closes while the
    clients idle for a few seconds after their turns;
-5. prints p50/p99 per level and server, the errors, the server's CPU time per turn and
-   p99(NetaClaw) / p99(echo yardstick) against the target (≤ 3×, no errors).
+5. prints p50/p99 per level and server, the errors, the server's CPU time per turn,
+   p99(NetaClaw) / p99(echo yardstick) against the target (≤ 3×, no errors), that ratio
+   in each round, and each turn's stages by its index in the session.
 
 Every loop is bounded (a timeout per turn and per level), all traffic stays on
 127.0.0.1, and every process it starts is stopped and the database dropped at the end.
@@ -62,7 +65,7 @@ HEADING = "## WebSocket load"
 TURN_TIMEOUT = 60.0  # seconds one chat turn may take before it counts as an error
 CONNECT_CONCURRENCY = 50  # handshakes in flight at once (Daphne's listen backlog is 50)
 IDLE_SECONDS = 6.0  # idle after the turns: longer than channels-redis's 5 s blocking pop
-WARM_UP = 5  # clients of the unrecorded warm-up round
+WARM_UP_TURNS = 1  # per client, at the largest level, before the recorded rounds
 TARGET_CLIENTS = 500  # the requirement: 500 clients, no errors, p99 ≤ 3× the echo yardstick
 
 
@@ -209,6 +212,7 @@ class LevelResult:
     server: str
     clients: int
     turns: int
+    round: int = 0
     first_delta: list[float] = field(default_factory=list)
     done: list[float] = field(default_factory=list)
     # per completed turn: (turn index, seconds from the send to each stage it reached)
@@ -411,6 +415,19 @@ def _ratio(a: list[float], b: list[float]) -> float:
     return top / bottom if bottom and not math.isnan(top) and not math.isnan(bottom) else math.nan
 
 
+def round_ratios(rounds: list[LevelResult], clients: int) -> list[float]:
+    """p99 ratio NetaClaw / echo yardstick of each round at one level, in round order."""
+    by_round: dict[int, dict[str, LevelResult]] = {}
+    for r in rounds:
+        if r.clients == clients:
+            by_round.setdefault(r.round, {})[r.server] = r
+    return [
+        _ratio(pair["netaclaw"].done, pair["echo"].done)
+        for _, pair in sorted(by_round.items())
+        if {"netaclaw", "echo"} <= pair.keys()
+    ]
+
+
 def verdict(by_level: dict[int, dict[str, LevelResult]], clients: int) -> tuple[float, bool]:
     """p99 turn_done ratio NetaClaw / echo yardstick, and whether the target is met."""
     pair = by_level[clients]
@@ -428,6 +445,8 @@ def render(
     turns: int,
     load: tuple[float, ...],
     repeat: int = 1,
+    rounds: list[LevelResult] | None = None,
+    warm: list[LevelResult] | None = None,
 ) -> str:
     by_level: dict[int, dict[str, LevelResult]] = {}
     for r in results:
@@ -482,6 +501,26 @@ def render(
     else:
         target += "not measured in this run."
     lines += ["", target]
+    per_round = round_ratios(rounds or [], TARGET_CLIENTS)
+    if len(per_round) > 1:
+        lines += [
+            "",
+            f"p99 ratio of each round at {TARGET_CLIENTS} clients: "
+            + ", ".join(_times(r) for r in per_round)
+            + f" (median {_times(statistics.median(per_round))}); the machine's speed drifts "
+            "within a run, so one round's ratio moves with it.",
+        ]
+    cold = {r.server: r for r in warm or [] if r.done}
+    if {"netaclaw", "echo"} <= cold.keys():
+        app, echo = cold["netaclaw"], cold["echo"]
+        lines += [
+            "",
+            f"Before the rounds, each server answered one turn per client at {app.clients} "
+            "clients on a just-started process (not in the tables: pools, caches and heap "
+            f"grow in that first burst): turn_done p99 NetaClaw {_ms(app.done, 99)} ms, echo "
+            f"yardstick {_ms(echo.done, 99)} ms ({_times(_ratio(app.done, echo.done))}); "
+            f"errors {app.errors} / {echo.errors}.",
+        ]
     cpu = {
         server: [
             r.server_cpu_seconds / len(r.done) * 1000
@@ -577,7 +616,8 @@ def run(
     py_spy: str | None,
     servers: tuple[str, ...] = SERVERS,
     repeat: int = 1,
-) -> list[LevelResult]:
+) -> tuple[list[LevelResult], list[LevelResult]]:
+    """Every recorded level of every round, and the warm-up's results."""
     if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not os.environ.get(
         "REDIS_URL"
     ):
@@ -585,8 +625,10 @@ def run(
     work = Path(tempfile.mkdtemp(prefix="netaclaw-ws-load-"))
     env = _base_env(work / "var")
     # fresh NetaClaw sessions for every level of every round (and the warm-up)
-    total = sum(levels) * repeat + WARM_UP
+    warm_clients = max(levels)
+    total = sum(levels) * repeat + warm_clients
     results: list[LevelResult] = []
+    warm_results: list[LevelResult] = []
     model_port, echo_port, app_port = _free_port(), _free_port(), _free_port()
     _recreate_database()
     try:
@@ -625,12 +667,33 @@ def run(
                     "echo": (echo_port, "/ws/chat/", echo_pid),
                     "netaclaw": (app_port, "/ws/chat/", app_pid),
                 }
-                # warm-up: imports, the SDK, connection pools; not recorded
-                warm = pairs[:WARM_UP]
+                # warm-up at the largest level: a just-started process grows its pools
+                # (NetaClaw: a keep-alive connection to the model per concurrent call),
+                # caches and heap in its first burst; the rounds measure the steady state.
+                # Reported apart ("cold first burst"), not pooled.
+                warm = pairs[:warm_clients]
                 for server in servers:
-                    port, path, _ = targets[server]
-                    asyncio.run(run_level(server, port, warm, 2, path=path, full=False))
-                offset = WARM_UP
+                    port, path, pid = targets[server]
+                    result = asyncio.run(
+                        run_level(
+                            server,
+                            port,
+                            warm if server == "netaclaw" else pairs[:warm_clients],
+                            WARM_UP_TURNS,
+                            path=path,
+                            full=server != "direct",
+                            pid=pid,
+                        )
+                    )
+                    warm_results.append(result)
+                    print(
+                        f"  warm-up  {server:8} {warm_clients:4} clients: "
+                        f"{len(result.done)} turns ok, {result.errors} errors, turn_done p50 "
+                        f"{percentile(result.done, 50):.0f} / p99 "
+                        f"{percentile(result.done, 99):.0f} ms",
+                        flush=True,
+                    )
+                offset = warm_clients
                 rounds = [(r, level) for r in range(repeat) for level in levels]
                 for round_no, level in rounds:
                     fresh = pairs[offset : offset + level]  # NetaClaw: new sessions per level
@@ -660,6 +723,7 @@ def run(
                         )
                         if spy is not None:
                             _stop(spy)
+                        result.round = round_no
                         results.append(result)
                         print(
                             f"  {round_no + 1}/{repeat} {server:8} {level:4} clients: "
@@ -679,7 +743,7 @@ def run(
         _drop_database()
         _flush_redis(env["NETACLAW_CHANNEL_PREFIX"])
         shutil.rmtree(work, ignore_errors=True)
-    return pooled(results)
+    return results, warm_results
 
 
 def pooled(results: list[LevelResult]) -> list[LevelResult]:
@@ -810,8 +874,16 @@ def main(argv: list[str] | None = None) -> None:
     if args.write and servers != SERVERS:
         raise SystemExit("--write records all three servers; drop --servers")
     load = os.getloadavg()
-    results = run(levels, args.turns, args.py_spy, servers, args.repeat)
-    text = render(results, command=command, turns=args.turns, load=load, repeat=args.repeat)
+    rounds, warm = run(levels, args.turns, args.py_spy, servers, args.repeat)
+    text = render(
+        pooled(rounds),
+        command=command,
+        turns=args.turns,
+        load=load,
+        repeat=args.repeat,
+        rounds=rounds,
+        warm=warm,
+    )
     print(text)
     if args.write:
         write_section(text, HEADING)

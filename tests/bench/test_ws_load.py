@@ -132,3 +132,27 @@ def test_rounds_are_pooled_and_rendered() -> None:
     )
     assert text.startswith("## WebSocket load\n") and "| 10 | 30 / 60 | 20 / 20 | 3.0× |" in text
     assert "Target (500 clients, no errors, p99 ≤ 3× the echo yardstick): not measured" in text
+
+
+def test_each_rounds_ratio_and_the_cold_burst_are_reported_apart() -> None:
+    rounds = []
+    for number, (app_ms, echo_ms) in enumerate([(300, 100), (200, 100), (260, 100)]):
+        for server, ms in (("netaclaw", app_ms), ("echo", echo_ms)):
+            r = _result(server, 500, ms)
+            r.round = number
+            rounds.append(r)
+    assert ws_load.round_ratios(rounds, 500) == [3.0, 2.0, 2.6]
+    warm = [_result("netaclaw", 500, 900), _result("echo", 500, 100)]
+    text = render(
+        pooled(rounds),
+        command="python -m bench.ws_load",
+        turns=1,
+        load=(0.5, 0.5, 0.5),
+        repeat=3,
+        rounds=rounds,
+        warm=warm,
+    )
+    assert "each round at 500 clients: 3.0×, 2.0×, 2.6× (median 2.6×)" in text
+    assert "NetaClaw 900 ms, echo yardstick 100 ms (9.0×)" in text
+    # the cold burst is not pooled into the verdict
+    assert "**met** (3.0×)" in text
