@@ -673,24 +673,10 @@ def run(
                 # Reported apart ("cold first burst"), not pooled.
                 warm = pairs[:warm_clients]
                 for server in servers:
-                    port, path, pid = targets[server]
-                    result = asyncio.run(
-                        run_level(
-                            server,
-                            port,
-                            warm if server == "netaclaw" else pairs[:warm_clients],
-                            WARM_UP_TURNS,
-                            path=path,
-                            full=server != "direct",
-                            pid=pid,
-                        )
-                    )
+                    result = _serve(targets, server, warm, pairs[:warm_clients], WARM_UP_TURNS)
                     warm_results.append(result)
                     print(
-                        f"  warm-up  {server:8} {warm_clients:4} clients: "
-                        f"{len(result.done)} turns ok, {result.errors} errors, turn_done p50 "
-                        f"{percentile(result.done, 50):.0f} / p99 "
-                        f"{percentile(result.done, 99):.0f} ms",
+                        f"  warm-up  {server:8} {warm_clients:4} clients: {_outcome(result)}",
                         flush=True,
                     )
                 offset = warm_clients
@@ -702,24 +688,21 @@ def run(
                     # background load does not always fall on the same server
                     order = servers if round_no % 2 == 0 else servers[::-1]
                     for server in order:
-                        port, path, pid = targets[server]
                         spy = None
                         profile = py_spy and round_no == 0 and level == max(levels)
                         if profile and server != "direct":
                             out = Path(py_spy)
-                            spy = _start_py_spy(pid, str(out.with_stem(f"{out.stem}.{server}")))
-                        result = asyncio.run(
-                            run_level(
-                                server,
-                                port,
-                                fresh if server == "netaclaw" else pairs[:level],
-                                turns,
-                                path=path,
-                                full=server != "direct",
-                                pid=pid,
-                                idle=IDLE_SECONDS if server != "direct" else 0.0,
-                                model_pid=model_pid if server == "netaclaw" else None,
+                            spy = _start_py_spy(
+                                targets[server][2], str(out.with_stem(f"{out.stem}.{server}"))
                             )
+                        result = _serve(
+                            targets,
+                            server,
+                            fresh,
+                            pairs[:level],
+                            turns,
+                            idle=IDLE_SECONDS,
+                            model_pid=model_pid,
                         )
                         if spy is not None:
                             _stop(spy)
@@ -727,10 +710,7 @@ def run(
                         results.append(result)
                         print(
                             f"  {round_no + 1}/{repeat} {server:8} {level:4} clients: "
-                            f"{len(result.done)} turns ok, "
-                            f"{result.errors} errors, turn_done p50 "
-                            f"{percentile(result.done, 50):.0f} / p99 "
-                            f"{percentile(result.done, 99):.0f} ms "
+                            f"{_outcome(result)} "
                             f"(connect {result.connect_seconds:.1f}s, "
                             f"run {result.wall_seconds:.1f}s, server CPU "
                             f"{result.server_cpu_seconds:.1f}s of it system "
@@ -744,6 +724,41 @@ def run(
         _flush_redis(env["NETACLAW_CHANNEL_PREFIX"])
         shutil.rmtree(work, ignore_errors=True)
     return results, warm_results
+
+
+def _serve(
+    targets: dict[str, tuple[int, str, int]],
+    server: str,
+    sessions: list[tuple[str, str]],
+    echo_pairs: list[tuple[str, str]],
+    turns: int,
+    *,
+    idle: float = 0.0,
+    model_pid: int | None = None,
+) -> LevelResult:
+    """One level on one server: NetaClaw chats in ``sessions`` (fresh ones), the echoes
+    take any ids; the bare echo sends no stored answer and is not idled."""
+    port, path, pid = targets[server]
+    return asyncio.run(
+        run_level(
+            server,
+            port,
+            sessions if server == "netaclaw" else echo_pairs,
+            turns,
+            path=path,
+            full=server != "direct",
+            pid=pid,
+            idle=idle if server != "direct" else 0.0,
+            model_pid=model_pid if server == "netaclaw" else None,
+        )
+    )
+
+
+def _outcome(result: LevelResult) -> str:
+    return (
+        f"{len(result.done)} turns ok, {result.errors} errors, turn_done p50 "
+        f"{percentile(result.done, 50):.0f} / p99 {percentile(result.done, 99):.0f} ms"
+    )
 
 
 def pooled(results: list[LevelResult]) -> list[LevelResult]:
