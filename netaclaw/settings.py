@@ -117,6 +117,15 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # the health check at most once a second per connection (netaclaw/db_backends)
     DATABASES["default"]["ENGINE"] = "netaclaw.db_backends.postgresql"
+    if os.environ.get("NETACLAW_DB_PREPARED_STATEMENTS", "1") != "0":
+        # A chat turn runs the same few statements every time; prepared after their second
+        # run, PostgreSQL stops parsing and planning them: its CPU per turn ~1.6 → 0.9 ms,
+        # on the cores the server shares (bench.ws_load). Django leaves them off for the
+        # sake of transaction-mode poolers (PgBouncer): set NETACLAW_DB_PREPARED_STATEMENTS=0
+        # behind one.
+        DATABASES["default"].setdefault("OPTIONS", {}).update(
+            {"server_side_binding": True, "prepare_threshold": 2}
+        )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The zero-setup database is written by two threads at once (a compaction's worker and
     # the chat turns). Deferred transactions that later write fail at once with "database is

@@ -71,3 +71,19 @@ def test_a_dead_connection_is_replaced_once_checked(
     assert _call() == 7
     assert health_checks == [False]
     assert connection.connection is not dead
+
+
+def test_a_chat_turns_statements_are_prepared_on_the_connection() -> None:
+    """Server-side binding with a prepare threshold of 2 (settings): from the third append
+    on, PostgreSQL runs the insert from its prepared plan."""
+    from agents.models import Role
+    from agents.services import message_append
+    from tests.factories import make_session
+
+    session = make_session()
+    for n in range(3):
+        message_append(session=session, role=Role.USER, content=f"message {n}")
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any("INSERT INTO" in sql and "WITH reserved AS" in sql for sql in prepared)
