@@ -261,10 +261,12 @@ def test_no_temperature_when_not_given() -> None:
 
 def test_openai_parser_requires_a_finish_reason() -> None:
     parser = OpenAIStreamParser("openai")
-    chunk = NS(
-        usage=None,
-        choices=[NS(index=0, delta=NS(content="hi", tool_calls=None), finish_reason=None)],
-    )
+    chunk = {
+        "usage": None,
+        "choices": [
+            {"index": 0, "delta": {"content": "hi", "tool_calls": None}, "finish_reason": None}
+        ],
+    }
     assert parser.feed(chunk) == [TextDelta("hi")]
     with pytest.raises(LLMError) as caught:
         parser.finish()
@@ -275,11 +277,11 @@ def test_openai_parser_assembles_tool_call_fragments_by_index() -> None:
     parser = OpenAIStreamParser("openai_compatible")
 
     def piece(index: int, id: str | None = None, name: str | None = None, args: str | None = None):
-        return NS(index=index, id=id, function=NS(name=name, arguments=args))
+        return {"index": index, "id": id, "function": {"name": name, "arguments": args}}
 
-    def chunk(*pieces: NS, finish: str | None = None) -> NS:
-        delta = NS(content=None, tool_calls=list(pieces))
-        return NS(usage=None, choices=[NS(index=0, delta=delta, finish_reason=finish)])
+    def chunk(*pieces: dict, finish: str | None = None) -> dict:
+        delta = {"content": None, "tool_calls": list(pieces)}
+        return {"usage": None, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     parser.feed(chunk(piece(0, "a", "read", ""), piece(1, None, "write", '{"x"')))
     parser.feed(chunk(piece(0, args='{"p": 1}'), piece(1, args=": 2}")))
@@ -347,10 +349,10 @@ def test_anthropic_blank_text_is_never_sent() -> None:
 def test_openai_parser_without_indexes_groups_fragments_by_id() -> None:
     parser = OpenAIStreamParser("openai_compatible")
 
-    def chunk(id: str | None, name: str | None, args: str, finish: str | None = None) -> NS:
-        piece = NS(index=None, id=id, function=NS(name=name, arguments=args))
-        delta = NS(content=None, tool_calls=[piece])
-        return NS(usage=None, choices=[NS(index=0, delta=delta, finish_reason=finish)])
+    def chunk(id: str | None, name: str | None, args: str, finish: str | None = None) -> dict:
+        piece = {"index": None, "id": id, "function": {"name": name, "arguments": args}}
+        delta = {"content": None, "tool_calls": [piece]}
+        return {"usage": None, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     parser.feed(chunk("a", "read", '{"p":'))
     parser.feed(chunk(None, None, " 1}"))
