@@ -40,8 +40,10 @@ async def test_token_socket_needs_no_origin_but_refuses_a_foreign_one() -> None:
     await communicator.disconnect()
     communicator, connected = await connect(token=token, origin=b"http://evil.example")
     assert not connected
+    await communicator.disconnect()
     communicator, connected = await connect(token="not-a-token", origin=None)
     assert not connected
+    await communicator.disconnect()
 
 
 async def test_cookie_socket_requires_an_allowed_origin() -> None:
@@ -53,6 +55,10 @@ async def test_cookie_socket_requires_an_allowed_origin() -> None:
     for origin in (b"http://evil.example", None):
         communicator, connected = await connect(cookie=cookie, origin=origin)
         assert not connected, origin
+        # a refused socket's consumer is still waiting on the channel layer: end it here,
+        # not in the event loop's teardown (a cancelled channels-redis receive could hang
+        # there until Redis's 30 s socket timeout)
+        await communicator.disconnect()
 
 
 @pytest.mark.parametrize(
