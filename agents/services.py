@@ -96,14 +96,15 @@ def _column(model: type[Any], name: str) -> str:
 
 # The hand-written statements' text depends only on the database and on whether usage is
 # recorded: built once, not for every message (bench.ws_load: every chat turn appends two).
-_STATEMENTS: dict[tuple[str, str, bool], tuple[str, tuple[str, ...]]] = {}
+_STATEMENTS: dict[tuple[str, bool], tuple[str, tuple[str, ...]]] = {}
+_INSERTS: dict[tuple[str, bool], tuple[str, tuple[Any, ...]]] = {}
 _CONVERTERS: dict[tuple[str, str], tuple[Col, list[Any]]] = {}
 
 
 def _reservation_sql(with_usage: bool) -> tuple[str, tuple[str, ...]]:
     """``UPDATE … RETURNING`` reserving positions (and recording usage): the SQL and the
     names of the returned columns, last position first."""
-    key = ("reserve", connection.vendor, with_usage)
+    key = (connection.vendor, with_usage)
     if key not in _STATEMENTS:
 
         def col(name: str) -> str:
@@ -175,10 +176,10 @@ def _reserve_returning(session: ChatSession, count: int, usage: tuple[int, int] 
     return int(row[0])
 
 
-def _insert_sql(with_usage: bool) -> tuple[str, list[Any]]:
+def _insert_sql(with_usage: bool) -> tuple[str, tuple[Any, ...]]:
     """The reserving insert's SQL and the message fields it takes as parameters, in order."""
-    key = ("insert", connection.vendor, with_usage)
-    if key not in _STATEMENTS:
+    key = (connection.vendor, with_usage)
+    if key not in _INSERTS:
         reserve_sql, returning = _reservation_sql(with_usage)
         quote = connection.ops.quote_name
         fields = [f for f in Message._meta.concrete_fields if not f.primary_key]
@@ -197,9 +198,8 @@ def _insert_sql(with_usage: bool) -> tuple[str, list[Any]]:
             f"{', '.join('reserved.' + _column(ChatSession, n) for n in returning)} "
             f"FROM inserted, reserved"
         )
-        _STATEMENTS[key] = (sql, tuple(f.name for f in fields))
-    sql, names = _STATEMENTS[key]
-    return sql, [Message._meta.get_field(name) for name in names if name != "position"]
+        _INSERTS[key] = (sql, tuple(f for f in fields if f.name != "position"))
+    return _INSERTS[key]
 
 
 def _insert_reserving(message: Message, usage: tuple[int, int] | None) -> Message:
