@@ -26,8 +26,9 @@ _PLACEHOLDER = uuid.UUID("00000000-0000-4000-8000-00000000c0de")
 class CompiledRead(Generic[M]):
     """``read(key)`` returns ``list(build(key))``, compiling ``build``'s SQL only once.
 
-    ``build`` takes a primary-key value of ``key_model`` and returns a queryset that uses
-    it as a plain parameter (a filter on that key); nothing else in it may vary."""
+    ``build`` takes a primary-key value of ``key_model`` (a UUID: the placeholder is one)
+    and returns a queryset that uses it as a plain parameter (a filter on that key);
+    nothing else in it may vary."""
 
     def __init__(
         self, model: type[M], key_model: type[Model], build: Callable[[Any], QuerySet[M]]
