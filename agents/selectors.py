@@ -39,8 +39,8 @@ def history_load(
 
 _llm_history = CompiledRead(
     Message,
-    ChatSession,
     lambda key: history_queryset(session=key, view="compacted", include_events=False),
+    ChatSession._meta.pk,
 )
 
 

@@ -7,7 +7,6 @@ runtime. Every function here that touches the ORM is sync and wrapped with
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,17 +85,11 @@ def _store_chat_message(
 
     ``prepare``: the session has nothing queued in this process, so its turn will start
     right away — prepare it in the same trip (the gateway drops it if that changed)."""
-    from agents.access import sessions_for_user
+    from agents.access import SessionNotFound, session_for_user
 
     try:
-        key = uuid.UUID(str(raw_session_id))
-    except (ValueError, TypeError, AttributeError):
-        return None
-    # the gate's queryset, with what the turn reads next
-    session = (
-        sessions_for_user(user=user).select_related("agent__model_channel").filter(pk=key).first()
-    )
-    if session is None:
+        session = session_for_user(user=user, session_id=raw_session_id)
+    except SessionNotFound:
         return None
     session_id = str(session.pk)
     user_message = _append_user_message(session, content)

@@ -1,25 +1,28 @@
-"""The history read compiled once (agents.compiled) returns what the ORM queryset returns."""
+"""Reads compiled once (agents.compiled) return what their ORM querysets return."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.db import connection
+from django.db.models import Model
 from django.test.utils import CaptureQueriesContext
 
+from agents.access import SessionNotFound, _owned_session, session_for_user, sessions_for_user
 from agents.compiled import CompiledRead
 from agents.models import ChatSession, Message
 from agents.selectors import _llm_history, history_queryset, llm_history_load
 from agents.services import message_append
-from tests.factories import make_session
+from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.foundation.test_history import _apply, _conversation
 
 pytestmark = pytest.mark.django_db
 
 
-def _fields(rows: list[Message]) -> list[dict[str, Any]]:
-    return [{f.attname: getattr(m, f.attname) for f in Message._meta.concrete_fields} for m in rows]
+def _fields(rows: list[Model]) -> list[dict[str, Any]]:
+    return [{f.attname: getattr(m, f.attname) for f in m._meta.concrete_fields} for m in rows]
 
 
 def _orm(session: ChatSession) -> list[Message]:
@@ -53,8 +56,8 @@ def test_each_call_reads_its_own_session_with_the_sql_compiled_once() -> None:
     _conversation(second, 5)
     read = CompiledRead(
         Message,
-        ChatSession,
         lambda key: history_queryset(session=key, view="compacted", include_events=False),
+        ChatSession._meta.pk,
     )
     with CaptureQueriesContext(connection) as queries:
         a, b, a_again = read(first.pk), read(second.pk), read(first.pk)
@@ -67,10 +70,66 @@ def test_each_call_reads_its_own_session_with_the_sql_compiled_once() -> None:
 
 
 def test_a_read_that_does_not_use_its_key_is_refused() -> None:
-    read = CompiledRead(Message, ChatSession, lambda key: Message.objects.all())
+    read = CompiledRead(Message, lambda key: Message.objects.all(), ChatSession._meta.pk)
     with pytest.raises(ValueError, match="does not use its key"):
         read(make_session().pk)
 
 
-def test_the_product_read_is_a_compiled_read() -> None:
+def test_reads_that_are_not_whole_model_rows_are_refused() -> None:
+    pk = ChatSession._meta.pk
+    for build in (
+        lambda key: Message.objects.filter(session=key).values("id"),
+        lambda key: Message.objects.filter(session=key).only("id"),
+        lambda key: Message.objects.filter(session=key).prefetch_related("session"),
+    ):
+        with pytest.raises(TypeError, match="whole model rows"):
+            CompiledRead(Message, build, pk)(make_session().pk)
+    with pytest.raises(TypeError, match="builds ChatSession rows"):
+        CompiledRead(Message, lambda key: ChatSession.objects.filter(pk=key), pk)(make_session().pk)
+
+
+def test_the_product_reads_are_compiled_reads() -> None:
     assert isinstance(_llm_history, CompiledRead)
+    assert isinstance(_owned_session, CompiledRead)
+
+
+def _gate_by_queryset(user: Any, session_id: Any) -> ChatSession | None:
+    return (
+        sessions_for_user(user=user)
+        .select_related("agent__model_channel")
+        .filter(pk=session_id)
+        .first()
+    )
+
+
+def test_the_gate_answers_as_its_queryset_with_the_agent_and_channel_loaded() -> None:
+    owner, other = make_user(), make_user()
+    with_channel = make_session(owner=owner, agent=make_agent(model_channel=make_channel()))
+    without_channel = make_session(owner=owner)  # the left join: no channel, still found
+    foreign = make_session(owner=other)
+    for session in (with_channel, without_channel):
+        by_queryset = _gate_by_queryset(owner, session.pk)
+        with CaptureQueriesContext(connection) as queries:
+            found = session_for_user(user=owner, session_id=str(session.pk))
+            agent, channel = found.agent, found.agent.model_channel
+        assert len(queries.captured_queries) == 1  # agent and channel came with the session
+        assert _fields([found]) == _fields([by_queryset])
+        assert _fields([agent]) == _fields([by_queryset.agent])
+        if channel is None:
+            assert by_queryset.agent.model_channel is None
+        else:
+            assert _fields([channel]) == _fields([by_queryset.agent.model_channel])
+        assert not found._state.adding and found._state.db == connection.alias
+    # foreign, unknown, malformed and anonymous look the same: not found
+    for user, session_id in (
+        (owner, foreign.pk),
+        (other, with_channel.pk),
+        (owner, "00000000-0000-4000-8000-000000000000"),
+        (owner, "not-a-uuid"),
+        (AnonymousUser(), with_channel.pk),
+    ):
+        if session_id != "not-a-uuid":
+            assert _gate_by_queryset(user, session_id) is None
+        with pytest.raises(SessionNotFound):
+            session_for_user(user=user, session_id=session_id)
+    assert session_for_user(user=other, session_id=foreign.pk).pk == foreign.pk
