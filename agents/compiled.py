@@ -63,6 +63,7 @@ class _Compiled:
     fields: slice  # the model's own columns in a row
     populators: tuple[Any, ...]  # the select_related objects, filled from the same row
     annotations: tuple[tuple[str, int], ...]
+    converters: dict[int, Any]  # the columns' from-database conversions, by position
 
 
 class CompiledRead(Generic[M]):
@@ -105,7 +106,8 @@ class CompiledRead(Generic[M]):
             rows = cursor.fetchall()
         if not rows:
             return []
-        rows = compiled.compiler.results_iter([rows])
+        if compiled.converters:
+            rows = compiled.compiler.apply_converters(rows, compiled.converters)
         return [self._instance(compiled, alias, row) for row in rows]
 
     @staticmethod
@@ -137,6 +139,9 @@ class CompiledRead(Generic[M]):
             if not found:
                 raise ValueError(f"the compiled read does not use its key {field.name!r}")
             slots.append(found)
+        columns = [column[0] for column in compiler.select[: compiler.col_count]]
+        if compiler.has_composite_fields(columns):
+            raise TypeError("a compiled read does not read composite keys")
         info = compiler.klass_info
         start, end = info["select_fields"][0], info["select_fields"][-1] + 1
         return _Compiled(
@@ -149,4 +154,5 @@ class CompiledRead(Generic[M]):
             fields=slice(start, end),
             populators=tuple(get_related_populators(info, compiler.select, alias)),
             annotations=tuple(compiler.annotation_col_map.items()),
+            converters=compiler.get_converters(columns),
         )
