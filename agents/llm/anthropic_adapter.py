@@ -172,7 +172,7 @@ def client_kwargs(config: ChannelConfig) -> dict[str, Any]:
 def async_client(config: ChannelConfig) -> anthropic.AsyncAnthropic:
     return anthropic.AsyncAnthropic(
         **client_kwargs(config),
-        http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+        http_client=anthropic.DefaultAioHttpClient(verify=shared_ssl_context()),
     )
 
 

@@ -7,11 +7,13 @@ message they can show a user. The message never contains the API key.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+import aiohttp
 import anthropic
 import httpx2
 import openai
@@ -174,6 +176,24 @@ def _compose(reason: LLMErrorReason, status: int | None, detail: str, api_key: s
     return f"{head}: {detail}" if detail else f"{head}."
 
 
+def _broken_connection(exc: BaseException) -> BaseException | None:
+    """The aiohttp connection failure behind ``exc`` that is no timeout, if any.
+
+    The SDKs' aiohttp transport maps every ``aiohttp.ClientConnectionError`` it does not
+    know better to ``ConnectTimeout``: a refused or dropped connection would read as a
+    timeout to the user."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, aiohttp.ClientConnectionError) and not isinstance(
+            current, asyncio.TimeoutError
+        ):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def to_llm_error(
     exc: BaseException, *, api_key: str = "", provider: str | None = None
 ) -> LLMError | None:
@@ -186,7 +206,10 @@ def to_llm_error(
     reason: LLMErrorReason
     status: int | None = None
     detail = ""
-    if isinstance(
+    broken = _broken_connection(exc)
+    if broken is not None:
+        reason, detail = "connection_error", type(broken).__name__
+    elif isinstance(
         exc, anthropic.APITimeoutError | openai.APITimeoutError | httpx2.TimeoutException
     ):
         reason = "timeout"

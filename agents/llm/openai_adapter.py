@@ -140,7 +140,7 @@ def client_kwargs(config: ChannelConfig) -> dict[str, Any]:
 def async_client(config: ChannelConfig) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(
         **client_kwargs(config),
-        http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+        http_client=openai.DefaultAioHttpClient(verify=shared_ssl_context()),
     )
 
 

@@ -8,7 +8,9 @@ An async client's connection pool is bound to the event loop it first ran on, an
 callers run on many loops (Daphne's, ``async_to_sync``'s, tests'). So async clients are
 kept per loop and per channel: on Daphne's long-lived loop every model call of a channel
 reuses its keep-alive connections instead of opening a TCP (and, to a provider, TLS)
-connection per call. A loop's clients are dropped once the loop has closed.
+connection per call. A loop's clients are closed when the loop shuts down (``asyncio.run``,
+``async_to_sync`` and test runners finalize async generators before closing a loop; a
+generator of the pool's waits there), and dropped once the loop has closed.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import asyncio
 import ssl
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Generic, Protocol, TypeVar
@@ -74,11 +76,19 @@ class AsyncClientPool(Generic[C]):
         self._loops: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, OrderedDict[ChannelConfig, list[_Kept[C]]]
         ] = weakref.WeakKeyDictionary()
+        self._closers: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, AsyncGenerator[None, None]
+        ] = weakref.WeakKeyDictionary()
 
     @asynccontextmanager
     async def client(self, config: ChannelConfig) -> AsyncIterator[C]:
         self._forget_closed_loops()
-        kept_here = self._loops.setdefault(asyncio.get_running_loop(), OrderedDict())
+        loop = asyncio.get_running_loop()
+        kept_here = self._loops.get(loop)
+        if kept_here is None:
+            kept_here = self._loops[loop] = OrderedDict()
+            closer = self._closers[loop] = _close_at_loop_end(kept_here)
+            await anext(closer)  # now the loop finalizes it when it shuts down
         clients = kept_here.get(config)
         if clients is None:
             clients = kept_here[config] = []
@@ -114,6 +124,7 @@ class AsyncClientPool(Generic[C]):
         closed when collected."""
         for loop in [loop for loop in self._loops if loop.is_closed()]:
             del self._loops[loop]
+            self._closers.pop(loop, None)
 
     def loops(self) -> int:
         """Event loops with clients kept (for tests and diagnostics)."""
@@ -126,3 +137,23 @@ class AsyncClientPool(Generic[C]):
     def clients(self, config: ChannelConfig) -> int:
         """Clients kept for one channel on the running loop."""
         return len(self._loops.get(asyncio.get_running_loop(), {}).get(config, ()))
+
+
+async def _close_at_loop_end(
+    kept_here: OrderedDict[ChannelConfig, list[_Kept[C]]],
+) -> AsyncGenerator[None, None]:
+    """Closes a loop's clients politely while the loop can still run their close.
+
+    A loop's ``shutdown_asyncgens`` (``asyncio.run``, ``asyncio.Runner``, asgiref's
+    ``async_to_sync``) finalizes this generator before the loop closes; without it (a loop
+    closed bare) nothing runs, and the clients are dropped with the loop, as before. The
+    aiohttp transport's sessions would otherwise log "Unclosed client session" when
+    collected."""
+    try:
+        yield
+    finally:
+        while kept_here:
+            _config, clients = kept_here.popitem(last=False)
+            for kept in clients:
+                with suppress(Exception):  # a connection already gone: nothing to close
+                    await kept.client.close()

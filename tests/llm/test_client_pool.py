@@ -129,3 +129,36 @@ def test_the_clients_of_ended_loops_are_let_go(llm_server: ScriptedLLMServer) ->
         asyncio.run(one_call())
     assert len(made) == 20  # one per loop: a pool never serves another loop
     assert pool.loops() == 1  # only the last loop's, dropped on the next call from any loop
+    assert all(client.closed for client in made)  # each closed as its loop shut down
+
+
+def test_a_loop_closed_bare_leaves_its_clients_alone(llm_server: ScriptedLLMServer) -> None:
+    """Without ``shutdown_asyncgens`` there is no running loop to close them on: dropped."""
+    pool, made = _recording_pool()
+    config = make_config(llm_server, "openai")
+
+    async def one_call() -> None:
+        async with pool.client(config):
+            pass
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(one_call())
+    loop.close()
+    asyncio.run(one_call())
+    assert [client.closed for client in made] == [False, True]
+    assert pool.loops() == 1  # the bare-closed loop's clients were let go
+
+
+@pytest.mark.parametrize("provider", ALL_PROVIDERS)
+def test_real_clients_are_closed_with_their_loop(
+    llm_server: ScriptedLLMServer, provider: str, recwarn: pytest.WarningsRecorder
+) -> None:
+    """The SDKs' aiohttp transport warns about every session collected unclosed."""
+    import gc
+
+    config = make_config(llm_server, provider)
+    for text in ("first loop", "second loop"):
+        llm_server.enqueue(Reply(text=text))
+        asyncio.run(events_of(get_provider(config)))
+    gc.collect()
+    assert not [w for w in recwarn.list if issubclass(w.category, ResourceWarning)]
