@@ -9,6 +9,10 @@ difference: ``chat.completions.create(**params)`` runs the SDK's request transfo
 the body; ``OpenAIProvider.stream`` posts the body as it is. Measured: CPU time of the
 calling thread per call (the scripted server runs in another thread and is not counted),
 median of ``--calls`` calls, the two alternating.
+
+Then the transport under the SDK, as a busy server uses it (``--in-flight`` calls at once,
+10 messages each, batches alternating): the SDK's default httpx2 client against its aiohttp
+client (``DefaultAioHttpClient``, what the adapters use), the same SDK call otherwise.
 """
 
 from __future__ import annotations
@@ -72,6 +76,63 @@ async def _measure(base_url: str, size: int, calls: int) -> tuple[float, float]:
     return statistics.median(samples["create"]) * 1000, statistics.median(samples["adapter"]) * 1000
 
 
+async def _measure_transports(base_url: str, in_flight: int, batches: int) -> dict[str, float]:
+    """Client CPU per call, median over batches of ``in_flight`` concurrent streamed calls."""
+    import openai
+
+    from agents.llm import ChannelConfig
+    from agents.llm.openai_adapter import (
+        OpenAIStreamParser,
+        _post_streaming,
+        build_openai_params,
+        client_kwargs,
+    )
+    from agents.llm.transport import CALLS_PER_CLIENT, shared_ssl_context
+
+    config = ChannelConfig(provider="openai_compatible", model="bench", base_url=base_url)
+    body = {
+        **build_openai_params(_request(10), config),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    per_pool = max(1, in_flight // CALLS_PER_CLIENT)  # as the adapters' pool spreads calls
+    transports = {
+        "httpx2": lambda: openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+        "aiohttp": lambda: openai.DefaultAioHttpClient(verify=shared_ssl_context()),
+    }
+    clients = {
+        name: [
+            openai.AsyncOpenAI(**client_kwargs(config), http_client=make()) for _ in range(per_pool)
+        ]
+        for name, make in transports.items()
+    }
+
+    async def one(client: openai.AsyncOpenAI) -> None:
+        parser = OpenAIStreamParser(config.provider)
+        chunks = await _post_streaming(client, body)
+        async with chunks:
+            async for chunk in chunks:
+                parser.feed(chunk)
+        parser.finish()
+
+    async def batch(name: str) -> None:
+        pool = clients[name]
+        await asyncio.gather(*(one(pool[i % len(pool)]) for i in range(in_flight)))
+
+    samples: dict[str, list[float]] = {name: [] for name in clients}
+    for name in clients:  # warm-up: connections
+        await batch(name)
+    for _ in range(batches):
+        for name in clients:
+            start = time.thread_time()
+            await batch(name)
+            samples[name].append((time.thread_time() - start) / in_flight)
+    for pool in clients.values():
+        for client in pool:
+            await client.close()
+    return {name: statistics.median(values) * 1000 for name, values in samples.items()}
+
+
 def run(sizes: list[int], calls: int) -> list[tuple[int, float, float]]:
     sys.path.insert(0, str(ROOT))
     from tests.support.llm_server import ScriptedLLMServer
@@ -85,7 +146,26 @@ def run(sizes: list[int], calls: int) -> list[tuple[int, float, float]]:
     return rows
 
 
-def render(rows: list[tuple[int, float, float]], command: str) -> str:
+def run_transports(levels: list[int], batches: int) -> list[tuple[int, dict[str, float]]]:
+    sys.path.insert(0, str(ROOT))
+    from tests.support.llm_server import ScriptedLLMServer
+
+    rows = []
+    with ScriptedLLMServer() as server:
+        for in_flight in levels:
+            ms = asyncio.run(_measure_transports(server.openai_base_url, in_flight, batches))
+            rows.append((in_flight, ms))
+            print(
+                f"  {in_flight} in flight: httpx2 {ms['httpx2']:.2f} ms, aiohttp {ms['aiohttp']:.2f} ms"
+            )
+    return rows
+
+
+def render(
+    rows: list[tuple[int, float, float]],
+    transports: list[tuple[int, dict[str, float]]],
+    command: str,
+) -> str:
     import os
 
     lines = [
@@ -103,6 +183,19 @@ def render(rows: list[tuple[int, float, float]], command: str) -> str:
     for size, create_ms, adapter_ms in rows:
         ratio = create_ms / adapter_ms if adapter_ms else float("nan")
         lines.append(f"| {size} | {create_ms:.1f} | {adapter_ms:.1f} | {ratio:.1f}× |")
+    lines += [
+        "",
+        "The transport under the SDK with many calls in flight (client CPU per call, median over "
+        "batches of concurrent calls, 10 messages each, the two transports alternating; clients "
+        "spread as the adapters' pool spreads them): the SDK's default httpx2 client against its "
+        "aiohttp client, which the adapters use.",
+        "",
+        "| calls in flight | httpx2 (ms) | aiohttp (ms) | ratio |",
+        "|---:|---:|---:|---:|",
+    ]
+    for in_flight, ms in transports:
+        ratio = ms["httpx2"] / ms["aiohttp"] if ms["aiohttp"] else float("nan")
+        lines.append(f"| {in_flight} | {ms['httpx2']:.2f} | {ms['aiohttp']:.2f} | {ratio:.1f}× |")
     return "\n".join(lines) + "\n"
 
 
@@ -110,14 +203,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.sdk_request", description=__doc__)
     parser.add_argument("--sizes", default="10,200,1000")
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--in-flight", default="1,100", help="concurrent calls per batch")
+    parser.add_argument("--batches", type=int, default=15)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     import os
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaclaw.settings")
     rows = run([int(s) for s in args.sizes.split(",")], args.calls)
+    transports = run_transports([int(n) for n in args.in_flight.split(",")], args.batches)
     command = ".venv/bin/python -m bench.sdk_request " + " ".join(sys.argv[1:])
-    text = render(rows, command.strip())
+    text = render(rows, transports, command.strip())
     print(text)
     if args.write:
         write_section(text, HEADING)

@@ -52,5 +52,9 @@ def test_the_sdk_request_benchmark_measures_both_paths() -> None:
     rows = sdk_request.run([10], calls=2)
     ((size, create_ms, adapter_ms),) = rows
     assert size == 10 and create_ms > 0 and adapter_ms > 0
-    text = sdk_request.render(rows, "cmd")
+    transports = sdk_request.run_transports([3], batches=2)
+    ((in_flight, ms),) = transports
+    assert in_flight == 3 and ms["httpx2"] > 0 and ms["aiohttp"] > 0
+    text = sdk_request.render(rows, transports, "cmd")
     assert text.startswith("## Model request overhead\n") and "| 10 |" in text
+    assert "| calls in flight |" in text and "| 3 |" in text
