@@ -13,7 +13,6 @@ conversions, ``select_related`` objects included (a test holds the two equal).
 from __future__ import annotations
 
 import uuid
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -66,6 +65,20 @@ class _Compiled:
     converters: dict[int, Any]  # the columns' from-database conversions, by position
 
 
+_CACHE = "_netaclaw_compiled_reads"  # on each connection wrapper: what was compiled on it
+
+
+def _compiled_on(connection: BaseDatabaseWrapper) -> dict[Any, _Compiled]:
+    """The reads compiled on this connection, kept with it: a compiler holds its connection,
+    so a cache outside would keep every thread's connection alive after the thread ended
+    (asgiref runs each request's sync code in a thread of its own)."""
+    cache = connection.__dict__.get(_CACHE)
+    if cache is None:
+        cache = {}
+        setattr(connection, _CACHE, cache)
+    return cache
+
+
 class CompiledRead(Generic[M]):
     """``read(*keys)`` returns ``list(build(*keys))``, compiling ``build``'s SQL only once
     per connection (a thread's own; compilers are not shared between threads).
@@ -84,18 +97,17 @@ class CompiledRead(Generic[M]):
         self._build = build
         self._key_fields = key_fields
         self._placeholders = tuple(_placeholder(f, i) for i, f in enumerate(key_fields))
-        self._compiled: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Compiled] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.compilations = 0  # for tests and diagnostics
 
     def __call__(self, *keys: Any) -> list[M]:
         if len(keys) != len(self._key_fields):
             raise TypeError(f"expected {len(self._key_fields)} keys, got {len(keys)}")
         alias = router.db_for_read(self._model)
         connection = connections[alias]
-        compiled = self._compiled.get(connection)
+        cache = _compiled_on(connection)
+        compiled = cache.get(self)
         if compiled is None:
-            compiled = self._compiled[connection] = self._compile(alias, connection)
+            compiled = cache[self] = self._compile(alias, connection)
         bound = list(compiled.params)
         for field, value, slots in zip(self._key_fields, keys, compiled.slots, strict=True):
             prepared = field.get_db_prep_value(value, connection)
@@ -130,6 +142,7 @@ class CompiledRead(Generic[M]):
             or template.query.deferred_loading[0]
         ):
             raise TypeError("a compiled read returns whole model rows, nothing prefetched")
+        self.compilations += 1
         compiler = template.query.get_compiler(using=alias, connection=connection)
         sql, params = compiler.as_sql()
         slots = []

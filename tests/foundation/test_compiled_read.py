@@ -66,7 +66,7 @@ def test_each_call_reads_its_own_session_with_the_sql_compiled_once() -> None:
     assert _fields(a_again) == _fields(a)
     assert len(queries.captured_queries) == 3  # one statement a read
     assert len({q["sql"] for q in queries.captured_queries}) == 2  # one per session
-    assert len(read._compiled) == 1  # the SQL, compiled once
+    assert read.compilations == 1  # the SQL, compiled once
 
 
 def test_a_read_that_does_not_use_its_key_is_refused() -> None:
@@ -133,3 +133,31 @@ def test_the_gate_answers_as_its_queryset_with_the_agent_and_channel_loaded() ->
         with pytest.raises(SessionNotFound):
             session_for_user(user=user, session_id=session_id)
     assert session_for_user(user=other, session_id=foreign.pk).pk == foreign.pk
+
+
+def test_a_finished_threads_connection_is_not_kept_alive() -> None:
+    """Request threads come and go (asgiref runs each request's sync code in its own); what
+    a read compiled on a thread's connection must not keep that connection alive."""
+    import gc
+    import threading
+    import uuid
+    import weakref
+
+    from django.db import connections
+
+    read = CompiledRead(
+        Message, lambda key: Message.objects.filter(session=key), ChatSession._meta.pk
+    )
+    refs: list[weakref.ref[Any]] = []
+
+    def work() -> None:
+        assert read(uuid.uuid4()) == []
+        refs.append(weakref.ref(connections["default"]))
+        connections["default"].close()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    del thread
+    gc.collect()
+    assert refs and refs[0]() is None
