@@ -122,7 +122,7 @@ async def _measure_transports(base_url: str, in_flight: int, batches: int) -> di
     samples: dict[str, list[float]] = {name: [] for name in clients}
     for name in clients:  # warm-up: connections
         await batch(name)
-    for _ in range(batches):
+    for _ in range(max(batches, 150 // in_flight)):  # at least 150 calls each
         for name in clients:
             start = time.thread_time()
             await batch(name)
