@@ -119,9 +119,10 @@ class AsyncClientPool(Generic[C]):
     def _forget_closed_loops(self) -> None:
         """Drop the clients of loops that have ended (``asyncio.run``, ``async_to_sync``).
 
-        The weak keys alone never let a loop go: its clients' connections refer to it. A
-        closed loop's connections cannot be closed politely any more; dropped, they are
-        closed when collected."""
+        The weak keys alone never let a loop go: its clients' connections refer to it. Most
+        loops closed their clients as they shut down (``_close_at_loop_end``); a loop closed
+        bare cannot close them any more: dropped, their sockets are closed when collected
+        (aiohttp logs each such session as unclosed)."""
         for loop in [loop for loop in self._loops if loop.is_closed()]:
             del self._loops[loop]
             self._closers.pop(loop, None)
