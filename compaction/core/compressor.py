@@ -61,6 +61,7 @@ class CompactionPlan:
     summary_budget: int = 0
     language: Language = "en"
     oversized_id: int | None = None
+    middle_tokens: int = 0  # the span's estimate after pruning, at the policy's rate
 
     @property
     def middle(self) -> tuple[Message, ...]:
@@ -71,8 +72,7 @@ class CompactionPlan:
         """Head + tail + a summary of the full budget: the dry run's upper-side figure."""
         if self.span is None:
             return self.tokens_after_prune
-        middle = sum(estimate_tokens(m) for m in self.middle)
-        return self.tokens_after_prune - middle + self.summary_budget + 10
+        return self.tokens_after_prune - self.middle_tokens + self.summary_budget + 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +211,7 @@ def plan(
         chunks=chunks,
         summary_budget=budget,
         language=language,
+        middle_tokens=compressed,
     )
 
 

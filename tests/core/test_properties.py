@@ -36,6 +36,7 @@ from compaction.core import (
     estimate_messages,
     estimate_tokens,
     is_well_paired,
+    plan,
 )
 from compaction.core.prompts import update_prompt
 from compaction.core.pruning import prune_old_tool_outputs
@@ -378,3 +379,22 @@ def test_pruning_rules_and_idempotence(s: Scenario) -> None:
             assert i in pruned
     again, _, pruned_again = prune_old_tool_outputs(out, out_estimates, policy)
     assert pruned_again == [] and again == out
+
+
+@SETTINGS
+@given(scenarios(), st.integers(1, 8))
+def test_the_dry_run_figure_counts_at_the_policys_rate(s: Scenario, chars_per_token: int) -> None:
+    """``/compact --dry-run``'s "tokens after": the pruned total, less the middle it would
+    summarize and plus the summary's full budget, every figure at the policy's own rate."""
+    policy = replace(s.policy, chars_per_token=chars_per_token)
+    planned = plan(s.messages, policy, force=True)
+    if planned.span is None:
+        assert planned.estimated_tokens_after == planned.tokens_after_prune
+        return
+    middle = sum(estimate_tokens(m, chars_per_token) for m in planned.middle)
+    assert planned.tokens_after_prune == sum(
+        estimate_tokens(m, chars_per_token) for m in planned.messages
+    )
+    assert planned.estimated_tokens_after == (
+        planned.tokens_after_prune - middle + planned.summary_budget + 10
+    )
