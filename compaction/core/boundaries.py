@@ -22,22 +22,11 @@ class Span:
         return self.end - self.start
 
 
-def _call_ids_before(messages: Sequence[Message], index: int) -> set[str]:
-    ids: set[str] = set()
-    for m in messages[:index]:
-        for call in m.tool_calls:
-            ids.add(call.id)
-    return ids
-
-
 def find_compress_start(messages: Sequence[Message], protect_first_n: int) -> int:
-    """``protect_first_n``, moved past tool results that belong to the head or are orphans."""
+    """``protect_first_n``, moved past the tool results right after it: each belongs to a
+    call in the head (it stays with its call) or to none (an orphan, kept as it is)."""
     start = min(protect_first_n, len(messages))
-    head_calls = _call_ids_before(messages, start)
     while start < len(messages) and messages[start].role == "tool":
-        # a result of a call in the head stays with the head; an orphan is skipped too
-        if messages[start].tool_call_id not in head_calls:
-            head_calls.add(messages[start].tool_call_id or "")
         start += 1
     return start
 
