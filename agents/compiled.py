@@ -65,14 +65,16 @@ class _Compiled:
     converters: dict[int, Any]  # the columns' from-database conversions, by position
 
 
-_CACHE = "_netaclaw_compiled_reads"  # on each connection wrapper: what was compiled on it
+_CACHE = "_netaclaw_cache"  # on each connection wrapper: what was built for it
 
 
-def _compiled_on(connection: BaseDatabaseWrapper) -> dict[Any, _Compiled]:
-    """The reads compiled on this connection, kept with it: a compiler holds its connection,
-    so a cache outside would keep every thread's connection alive after the thread ended
-    (asgiref runs each request's sync code in a thread of its own)."""
-    cache = connection.__dict__.get(_CACHE)
+def connection_cache(connection: BaseDatabaseWrapper) -> dict[Any, Any]:
+    """A dict that lives and dies with ``connection``, for what is built for it once.
+
+    Compilers and backend converters hold their connection, so a cache outside would keep
+    every thread's connection alive (and open) after the thread ended — asgiref runs each
+    request's sync code in a thread of its own."""
+    cache = getattr(connection, _CACHE, None)  # through django.db.connection too
     if cache is None:
         cache = {}
         setattr(connection, _CACHE, cache)
@@ -104,7 +106,7 @@ class CompiledRead(Generic[M]):
             raise TypeError(f"expected {len(self._key_fields)} keys, got {len(keys)}")
         alias = router.db_for_read(self._model)
         connection = connections[alias]
-        cache = _compiled_on(connection)
+        cache = connection_cache(connection)
         compiled = cache.get(self)
         if compiled is None:
             compiled = cache[self] = self._compile(alias, connection)

@@ -12,6 +12,7 @@ from django.db.models import F
 from django.db.models.expressions import Col
 from django.utils import timezone
 
+from agents.compiled import connection_cache
 from agents.models import Agent, ChatSession, Message, Role
 from compaction.core.tokens import estimate_tokens
 from compaction.core.types import Message as CoreMessage
@@ -98,7 +99,6 @@ def _column(model: type[Any], name: str) -> str:
 # recorded: built once, not for every message (bench.ws_load: every chat turn appends two).
 _STATEMENTS: dict[tuple[str, bool], tuple[str, tuple[str, ...]]] = {}
 _INSERTS: dict[tuple[str, bool], tuple[str, tuple[Any, ...]]] = {}
-_CONVERTERS: dict[tuple[str, str], tuple[Col, list[Any]]] = {}
 
 
 def _reservation_sql(with_usage: bool) -> tuple[str, tuple[str, ...]]:
@@ -151,13 +151,14 @@ def _reservation(session: ChatSession, count: int, usage: tuple[int, int] | None
 
 def _take_counters(session: ChatSession, names: Sequence[str], values: Sequence[Any]) -> None:
     """Set returned session columns on ``session``, converted as the ORM would."""
+    cache = connection_cache(connection)  # backend converters hold their connection
     for name, value in zip(names, values, strict=True):
-        key = (connection.vendor, name)
-        if key not in _CONVERTERS:
+        key = (_take_counters, name)
+        if key not in cache:
             column = Col(ChatSession._meta.db_table, ChatSession._meta.get_field(name))
             converters = connection.ops.get_db_converters(column)
-            _CONVERTERS[key] = (column, converters + column.get_db_converters(connection))
-        column, converters = _CONVERTERS[key]
+            cache[key] = (column, converters + column.get_db_converters(connection))
+        column, converters = cache[key]
         for converter in converters:
             value = converter(value, column, connection)
         setattr(session, column.target.attname, value)

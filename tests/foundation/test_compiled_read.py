@@ -161,3 +161,47 @@ def test_a_finished_threads_connection_is_not_kept_alive() -> None:
     del thread
     gc.collect()
     assert refs and refs[0]() is None
+
+
+def test_the_connection_cache_is_the_wrappers_own_through_the_proxy_too() -> None:
+    from django.db import connections
+
+    from agents.compiled import connection_cache
+
+    cache = connection_cache(connection)  # django.db.connection: a proxy to this thread's
+    assert connection_cache(connections["default"]) is cache
+    assert connection_cache(connection) is cache
+
+
+@pytest.mark.django_db(transaction=True)
+def test_storing_an_answer_in_a_thread_does_not_keep_its_connection_alive() -> None:
+    """The counters an answer's statement returns are converted with converters built once
+    per connection; kept anywhere else, they would hold the thread's connection."""
+    import gc
+    import threading
+    import weakref
+
+    from django.db import connections
+
+    session = make_session()
+    refs: list[weakref.ref[Any]] = []
+
+    def work() -> None:
+        message_append(
+            session=ChatSession.objects.get(pk=session.pk),
+            role="assistant",
+            content="ok",
+            input_tokens=12,
+            output_tokens=3,
+            record_usage=True,
+        )
+        refs.append(weakref.ref(connections["default"]))
+        connections["default"].close()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    del thread
+    gc.collect()
+    assert refs and refs[0]() is None
+    assert ChatSession.objects.get(pk=session.pk).total_input_tokens == 12
