@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -135,32 +136,44 @@ def test_the_gate_answers_as_its_queryset_with_the_agent_and_channel_loaded() ->
     assert session_for_user(user=other, session_id=foreign.pk).pk == foreign.pk
 
 
-def test_a_finished_threads_connection_is_not_kept_alive() -> None:
-    """Request threads come and go (asgiref runs each request's sync code in its own); what
-    a read compiled on a thread's connection must not keep that connection alive."""
+def _connection_outlives_thread(work: Callable[[], None]) -> bool:
+    """Run ``work`` in a thread of its own; whether that thread's connection is still alive
+    once the thread has ended and garbage has been collected."""
     import gc
     import threading
-    import uuid
     import weakref
 
     from django.db import connections
 
-    read = CompiledRead(
-        Message, lambda key: Message.objects.filter(session=key), ChatSession._meta.pk
-    )
     refs: list[weakref.ref[Any]] = []
 
-    def work() -> None:
-        assert read(uuid.uuid4()) == []
+    def run() -> None:
+        work()
         refs.append(weakref.ref(connections["default"]))
         connections["default"].close()
 
-    thread = threading.Thread(target=work)
+    thread = threading.Thread(target=run)
     thread.start()
     thread.join()
     del thread
     gc.collect()
-    assert refs and refs[0]() is None
+    assert refs, "the work failed in its thread"
+    return refs[0]() is not None
+
+
+def test_a_finished_threads_connection_is_not_kept_alive() -> None:
+    """Request threads come and go (asgiref runs each request's sync code in its own); what
+    a read compiled on a thread's connection must not keep that connection alive."""
+    import uuid
+
+    read = CompiledRead(
+        Message, lambda key: Message.objects.filter(session=key), ChatSession._meta.pk
+    )
+
+    def work() -> None:
+        assert read(uuid.uuid4()) == []
+
+    assert not _connection_outlives_thread(work)
 
 
 def test_the_connection_cache_is_the_wrappers_own_through_the_proxy_too() -> None:
@@ -177,14 +190,7 @@ def test_the_connection_cache_is_the_wrappers_own_through_the_proxy_too() -> Non
 def test_storing_an_answer_in_a_thread_does_not_keep_its_connection_alive() -> None:
     """The counters an answer's statement returns are converted with converters built once
     per connection; kept anywhere else, they would hold the thread's connection."""
-    import gc
-    import threading
-    import weakref
-
-    from django.db import connections
-
     session = make_session()
-    refs: list[weakref.ref[Any]] = []
 
     def work() -> None:
         message_append(
@@ -195,13 +201,6 @@ def test_storing_an_answer_in_a_thread_does_not_keep_its_connection_alive() -> N
             output_tokens=3,
             record_usage=True,
         )
-        refs.append(weakref.ref(connections["default"]))
-        connections["default"].close()
 
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join()
-    del thread
-    gc.collect()
-    assert refs and refs[0]() is None
+    assert not _connection_outlives_thread(work)
     assert ChatSession.objects.get(pk=session.pk).total_input_tokens == 12
