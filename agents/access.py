@@ -11,7 +11,6 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from agents.compiled import CompiledRead
 from agents.models import Agent, ChatSession
 
 
@@ -34,28 +33,15 @@ def sessions_for_user(*, user: Any) -> QuerySet[ChatSession]:
     return ChatSession.objects.filter(owner=user)
 
 
-# ``sessions_for_user`` for one session, with its agent and the agent's model channel: every
-# chat frame passes here, so the SQL is compiled once (``agents.compiled``); a test holds it
-# to the queryset's answers
-_owned_session = CompiledRead(
-    ChatSession,
-    lambda owner, key: ChatSession.objects.filter(owner=owner, pk=key).select_related(
-        "agent__model_channel"
-    ),
-    ChatSession._meta.get_field("owner"),
-    ChatSession._meta.pk,
-)
-
-
 def session_for_user(*, user: Any, session_id: Any) -> ChatSession:
     """The session, its agent and the agent's model channel, if ``user`` may reach it."""
     key = _as_uuid(session_id)
     if key is None or not getattr(user, "is_authenticated", False):
         raise SessionNotFound(str(session_id))
-    found = _owned_session(user.pk, key)
-    if not found:
-        raise SessionNotFound(str(session_id))
-    return found[0]
+    try:
+        return sessions_for_user(user=user).select_related("agent__model_channel").get(pk=key)
+    except ChatSession.DoesNotExist:
+        raise SessionNotFound(str(session_id)) from None
 
 
 def agents_for_user(*, user: Any) -> QuerySet[Agent]:

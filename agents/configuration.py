@@ -1,4 +1,4 @@
-"""Writes behind the configuration pages: model channels and an agent's settings.
+"""Configuration writes: model channels and agents, for the pages and the REST API alike.
 
 Keyword-only and typed; they take validated values and know nothing about HTTP.
 The API key is write-only: a blank value keeps the stored key, and it is never
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agents.models import Agent, ModelChannel
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
 
 CHANNEL_FIELDS = (
     "name",
@@ -39,8 +39,24 @@ def agent_editable(*, user: Any, agent: Agent) -> bool:
     return bool(user.is_staff) or (agent.owner_id is not None and agent.owner_id == user.pk)
 
 
-def agent_update(*, agent: Agent, **fields: Any) -> Agent:
-    """Change the given settings (unknown names are ignored) and save."""
+def agent_create(*, creator: Any, shared: bool = False, **fields: Any) -> Agent:
+    """A new agent owned by ``creator``, or shared with everyone (no owner)."""
+    values = {k: v for k, v in fields.items() if k in AGENT_FIELDS}
+    agent = Agent(owner=None if shared else creator, **values)
+    agent.full_clean()
+    agent.save()
+    return agent
+
+
+def agent_update(
+    *, agent: Agent, editor: Any = None, shared: bool | None = None, **fields: Any
+) -> Agent:
+    """Change the given settings (unknown names are ignored) and save. ``shared`` True
+    drops the owner, False gives an unowned agent to ``editor``."""
+    if shared is True:
+        agent.owner = None
+    elif shared is False and agent.owner_id is None:
+        agent.owner = editor
     changed = [name for name in fields if name in AGENT_FIELDS]
     for name in changed:
         setattr(agent, name, fields[name])

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.llm import ChannelConfig
 from agents.models import ModelChannel
+from llm import ChannelConfig
 
 
 def channel_config(

@@ -18,6 +18,7 @@ from agents.models import ChatSession, Message, ModelChannel, Role
 from agents.selectors import model_visible
 from compaction.core.tokens import estimate_tokens
 from compaction.core.types import Message as CoreMessage
+from llm import model_max_tokens
 
 DEFAULT_CONTEXT_WINDOW = 32768
 
@@ -52,8 +53,6 @@ class MeterReading:
 def context_window(channel: ModelChannel | None) -> int:
     if channel is None:
         return DEFAULT_CONTEXT_WINDOW
-    from agents.llm import model_max_tokens
-
     return model_max_tokens(channel.model, channel.context_window)
 
 
@@ -97,52 +96,6 @@ def visible_tokens_of(session: ChatSession, visible: Iterable[Message]) -> Visib
         if message.position > since:
             added += message.token_estimate
     return VisibleTokens(total, tools, added)
-
-
-@dataclass(slots=True)
-class TurnTally:
-    """The visible sums as a turn's own writes move them, so the meter after an answer
-    needs no aggregate query (one statement fewer per answer, bench.ws_load).
-
-    Exact as of the answer's own statement when every row stored since the history was
-    read is the turn's (positions follow on from the read) and no compaction has been
-    written back since (the count the answer's statement returns is unchanged); otherwise
-    :meth:`after_answer` says so and the caller queries."""
-
-    visible: VisibleTokens  # when the history was read
-    last_position: int  # the highest position that read covered
-    compaction_count: int
-    consistent: bool = True
-
-    @classmethod
-    def at_read(cls, session: ChatSession, visible: Iterable[Message]) -> TurnTally:
-        rows = list(visible)
-        last = max((m.position for m in rows), default=0)
-        return cls(
-            visible_tokens_of(session, rows),
-            max(last, session.last_position),
-            session.compaction_count,
-        )
-
-    def add(self, message: Message) -> None:
-        """A row the turn stored (visible: an answer or a tool result)."""
-        self.consistent = self.consistent and message.position == self.last_position + 1
-        self.last_position = message.position
-        tool = message.token_estimate if message.role == Role.TOOL else 0
-        self.visible = VisibleTokens(
-            self.visible.total + message.token_estimate,
-            self.visible.tools + tool,
-            self.visible.since_report + message.token_estimate,
-        )
-
-    def after_answer(self, session: ChatSession, answer: Message) -> VisibleTokens | None:
-        """The sums once ``answer`` (stored with its usage, so ``session`` carries the
-        counters its statement returned) is in; None when they cannot be known exactly."""
-        self.add(answer)
-        # the report covers everything before the answer: only the answer is estimated
-        self.visible = VisibleTokens(self.visible.total, self.visible.tools, answer.token_estimate)
-        exact = self.consistent and session.compaction_count == self.compaction_count
-        return self.visible if exact else None
 
 
 def meter_read(*, session: ChatSession, visible: VisibleTokens | None = None) -> MeterReading:

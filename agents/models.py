@@ -144,8 +144,6 @@ class ChatSession(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     compaction_count = models.PositiveIntegerField(_("compactions"), default=0)
-    # Highest position handed out; appends take max+1 under a row lock.
-    last_position = models.PositiveIntegerField(default=0)
     # DESIGN 5: the compaction lease (free, or held by one holder until it expires).
     compaction_lease_holder = models.CharField(max_length=64, blank=True)
     compaction_lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -154,7 +152,7 @@ class ChatSession(models.Model):
     consecutive_compaction_failures = models.PositiveSmallIntegerField(default=0)
     # Token meter inputs (DESIGN 13): what the provider reported for the last call.
     last_input_tokens = models.PositiveIntegerField(null=True, blank=True)
-    last_input_position = models.PositiveIntegerField(null=True, blank=True)
+    last_input_position = models.PositiveBigIntegerField(null=True, blank=True)
     total_input_tokens = models.PositiveBigIntegerField(default=0)
     total_output_tokens = models.PositiveBigIntegerField(default=0)
     api_calls = models.PositiveIntegerField(default=0)
@@ -179,9 +177,9 @@ class Role(models.TextChoices):
 
 class Message(models.Model):
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
-    # DESIGN 1: explicit order; a summary takes the position of the first message it
-    # replaces and sorts before it (summaries first at equal position).
-    position = models.PositiveIntegerField()
+    # DESIGN 1: explicit order (``agents.positions``); a summary takes the position of the
+    # first message it replaces and sorts before it (summaries first at equal position).
+    position = models.PositiveBigIntegerField()
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField(blank=True)
     tool_calls = models.JSONField(default=list, blank=True)

@@ -1,12 +1,11 @@
-"""Reads of the chat domain (seed §7): history views and the latest summary."""
+"""Reads of the chat domain (seed §7): the history views."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from django.db.models import QuerySet, Sum
+from django.db.models import QuerySet
 
-from agents.compiled import CompiledRead
 from agents.models import ChatSession, Message, Role
 
 HistoryView = Literal["compacted", "full"]
@@ -37,29 +36,9 @@ def history_load(
     return list(history_queryset(session=session, view=view, include_events=include_events))
 
 
-_llm_history = CompiledRead(
-    Message,
-    lambda key: history_queryset(session=key, view="compacted", include_events=False),
-    ChatSession._meta.pk,
-)
-
-
 def llm_history_load(*, session: ChatSession) -> list[Message]:
-    """What a model may see: the compacted view without system event records.
-
-    Read on every chat turn, so its SQL is compiled once (``agents.compiled``)."""
-    return _llm_history(session.pk)
-
-
-def latest_summary(*, session: ChatSession) -> Message | None:
-    """The summary an iterative compaction updates (seed §3, 迭代压缩)."""
-    return (
-        Message.objects.filter(
-            session=session, is_compaction_summary=True, compacted_at__isnull=True
-        )
-        .order_by("-position", "-id")
-        .first()
-    )
+    """What a model may see: the compacted view without system event records."""
+    return history_load(session=session, include_events=False)
 
 
 def model_visible(*, session: ChatSession) -> QuerySet[Message]:
@@ -68,17 +47,3 @@ def model_visible(*, session: ChatSession) -> QuerySet[Message]:
     return Message.objects.filter(session=session, compacted_at__isnull=True).exclude(
         role=Role.SYSTEM, metadata__has_key="systemType"
     )
-
-
-def context_estimate(*, session: ChatSession, after_position: int | None = None) -> int:
-    """Sum of stored estimates of what the model would see (DESIGN 3): one aggregate."""
-    qs = model_visible(session=session)
-    if after_position is not None:
-        qs = qs.filter(position__gt=after_position)
-    return qs.aggregate(total=Sum("token_estimate"))["total"] or 0
-
-
-def system_events(*, session: ChatSession) -> QuerySet[Message]:
-    return Message.objects.filter(
-        session=session, role=Role.SYSTEM, metadata__has_key="systemType"
-    ).order_by("position", "id")

@@ -120,9 +120,9 @@ class ModelClock:
         self.seconds = 0.0
 
     def install(self) -> None:
-        import agents.llm
+        import llm
 
-        real = agents.llm.get_provider
+        real = llm.get_provider
         clock = self
 
         class Timed:
@@ -140,7 +140,7 @@ class ModelClock:
                 finally:
                     clock.seconds += time.perf_counter() - start
 
-        agents.llm.get_provider = lambda config: Timed(real(config))
+        llm.get_provider = lambda config: Timed(real(config))
 
 
 async def _one_turn(session_id: str) -> None:

@@ -5,7 +5,7 @@ Same server (Daphne), same consumer base class as NetaClaw's sockets
 channel layer (channels-redis, configured exactly as NetaClaw's settings configure it,
 under its own key prefix), same event types and the same route for every event:
 ``group_send`` to the session's group, the layer handler, the JSON encoding of
-``channels_app.events``. What it leaves out is NetaClaw's own work: no
+``agents.events``. What it leaves out is NetaClaw's own work: no
 authentication, no database, no model, no runner queue.
 
 ``/ws/chat/`` (the yardstick): for every ``chat`` frame it joins the session's group
@@ -58,14 +58,14 @@ if not settings.configured:
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from channels_app.consumer_base import EventSocketConsumer  # noqa: E402
-from channels_app.events import (  # noqa: E402
+from agents.broadcast import apublish  # noqa: E402
+from agents.events import (  # noqa: E402
     Delta,
     MessageStored,
     TokenUpdate,
     TurnDone,
 )
-from channels_app.groups import abroadcast  # noqa: E402
+from channels_app.consumer_base import EventSocketConsumer  # noqa: E402
 from channels_app.protocol import ChatFrame  # noqa: E402
 from netaclaw.startup_heap import freeze_startup_heap  # noqa: E402
 
@@ -120,12 +120,12 @@ class EchoConsumer(EventSocketConsumer):
         calls = self.turns
         self.turns += 1
         position = 2 * calls + 1
-        await abroadcast(sid, MessageStored(sid, _message(position, "user", frame.content)))
-        await abroadcast(sid, _meter(sid, calls))
-        await abroadcast(sid, Delta(sid, ANSWER))
-        await abroadcast(sid, MessageStored(sid, _message(position + 1, "assistant", ANSWER)))
-        await abroadcast(sid, _meter(sid, calls + 1))
-        await abroadcast(sid, TurnDone(sid))
+        await apublish(sid, MessageStored(sid, _message(position, "user", frame.content)))
+        await apublish(sid, _meter(sid, calls))
+        await apublish(sid, Delta(sid, ANSWER))
+        await apublish(sid, MessageStored(sid, _message(position + 1, "assistant", ANSWER)))
+        await apublish(sid, _meter(sid, calls + 1))
+        await apublish(sid, TurnDone(sid))
 
 
 class DirectEchoConsumer(EventSocketConsumer):

@@ -32,9 +32,9 @@ HEADING = "## Model request overhead"
 
 
 def _request(size: int):  # type: ignore[no-untyped-def]
-    from agents.llm import LLMRequest
     from agents.tools import TodoStore, Workspace, default_registry
     from bench.compaction_core import synthetic_conversation
+    from llm import LLMRequest
 
     tools = default_registry(Workspace(Path("/nonexistent")), TodoStore(items=[])).specs
     return LLMRequest(messages=tuple(synthetic_conversation(size)), tools=tuple(tools))
@@ -43,8 +43,8 @@ def _request(size: int):  # type: ignore[no-untyped-def]
 async def _measure(base_url: str, size: int, calls: int) -> tuple[float, float]:
     import openai
 
-    from agents.llm import ChannelConfig
-    from agents.llm.openai_adapter import OpenAIProvider, async_client, build_openai_params
+    from llm import ChannelConfig
+    from llm.openai_adapter import OpenAIProvider, async_client, build_openai_params
 
     config = ChannelConfig(provider="openai_compatible", model="bench", base_url=base_url)
     request = _request(size)
@@ -81,14 +81,14 @@ async def _measure_transports(base_url: str, in_flight: int, batches: int) -> di
     """Client CPU per call, median over batches of ``in_flight`` concurrent streamed calls."""
     import openai
 
-    from agents.llm import ChannelConfig
-    from agents.llm.openai_adapter import (
+    from llm import ChannelConfig
+    from llm.openai_adapter import (
         OpenAIStreamParser,
         _post_streaming,
         build_openai_params,
         client_kwargs,
     )
-    from agents.llm.transport import CALLS_PER_CLIENT, shared_ssl_context
+    from llm.transport import CALLS_PER_CLIENT, shared_ssl_context
 
     config = ChannelConfig(provider="openai_compatible", model="bench", base_url=base_url)
     body = {

@@ -18,8 +18,8 @@ from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from channels_app.events import ErrorEvent, ServerEvent, event_from_layer
-from channels_app.groups import session_group
+from agents.broadcast import session_group
+from agents.events import ErrorEvent, ServerEvent, event_from_layer
 from channels_app.protocol import ClientFrame, ProtocolError, parse_client_frame
 
 

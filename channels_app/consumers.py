@@ -17,11 +17,12 @@ from django.conf import settings
 from django.utils import translation
 
 from agents.access import SessionNotFound, session_for_user
+from agents.events import ErrorEvent, ServerEvent
 from channels_app.consumer_base import EventSocketConsumer
-from channels_app.events import ErrorEvent, ServerEvent
 from channels_app.gateway import gateway
+from channels_app.html_encoder import render_event_html
 from channels_app.protocol import ChatFrame
-from channels_app.turns import store_chat_message
+from chat.turn import store_chat_message
 
 logger = logging.getLogger(__name__)
 
@@ -102,8 +103,6 @@ class ChatHtmlConsumer(ChatConsumer):
             await self.join_session(session)
 
     def encode(self, event: ServerEvent) -> str:
-        from channels_app.html_encoder import render_event_html
-
         return render_event_html(event, language=self.language)
 
 

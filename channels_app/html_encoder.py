@@ -34,15 +34,7 @@ from django.utils import translation
 from django.utils.html import escape
 from django.utils.translation import pgettext_lazy
 
-from agents.presentation import (
-    EventView,
-    failure_text,
-    message_view,
-    meter_view,
-    saved_percent,
-)
-from agents.services import SYSTEM_TYPE_COMPACTION
-from channels_app.events import (
+from agents.events import (
     CompactionDone,
     CompactionFailed,
     CompactionSkipped,
@@ -53,6 +45,14 @@ from channels_app.events import (
     ServerEvent,
     TokenUpdate,
     TurnDone,
+)
+from agents.services import SYSTEM_TYPE_COMPACTION
+from web.presentation import (
+    EventView,
+    failure_text,
+    message_view,
+    meter_view,
+    saved_percent,
 )
 
 PARTIALS = "chat/partials/"

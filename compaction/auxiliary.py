@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from agents.llm import LLMError, LLMRequest, get_provider
 from agents.llm_channels import channel_config
 from agents.models import Agent, ModelChannel
 from compaction.core import Message, SummaryRequest
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
+from llm import LLMError, LLMRequest, get_provider
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
 
 logger = logging.getLogger(__name__)
 

@@ -16,15 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import F
 
 from agents import services
-from agents.autocompaction import PAUSED_FAILURES, PAUSED_OVERSIZED, PAUSED_STILL_OVER
-from agents.message_format import message_to_json
-from agents.models import ChatSession
-from channels_app.events import (
+from agents.broadcast import publish
+from agents.events import (
     CompactionDone,
     CompactionFailed,
     CompactionSkipped,
@@ -32,14 +31,13 @@ from channels_app.events import (
     MessageStored,
     ServerEvent,
 )
-from channels_app.groups import broadcast
-from compaction import core
+from agents.message_format import message_to_json
+from agents.models import ChatSession
+from compaction import core, trigger
 from compaction.auxiliary import AuxiliaryClient, AuxiliaryError
 from compaction.context import core_messages_for_session, policy_for_session
 
 logger = logging.getLogger(__name__)
-
-PAUSE_AFTER_FAILURES = 2
 
 _STATUS_FAILURES: dict[str, tuple[str, str]] = {
     core.NOTHING_TO_COMPACT: ("nothing_to_compact", "没有可压缩的消息 (nothing to compact)"),
@@ -127,7 +125,7 @@ class CompactionService:
             )
         sid = str(session.pk)
         try:
-            broadcast(sid, CompactionStart(session_id=sid, reason=reason))  # type: ignore[arg-type]
+            publish(sid, CompactionStart(session_id=sid, reason=reason))  # type: ignore[arg-type]
             return self._compact_leased(session, reason, instructions, progress)
         finally:
             services.compaction_lease_release(session=session, holder=holder)
@@ -162,7 +160,7 @@ class CompactionService:
                     reason="under_threshold",
                     error="上下文未超过阈值，无需压缩 (the context is under the threshold)",
                 )
-                broadcast(sid, skipped)
+                publish(sid, skipped)
                 return CompactionOutcome(
                     status="nothing",
                     reason="under_threshold",
@@ -231,9 +229,12 @@ class CompactionService:
                 },
                 summary_metadata={"language": result.language, "reason": reason},
             )
-            still_over = result.tokens_after >= policy.threshold_tokens
-            pause = PAUSED_STILL_OVER if still_over else ""
-            if reason == "manual" or still_over:
+            pause = trigger.pause_after_success(
+                still_over_threshold=result.tokens_after >= policy.threshold_tokens,
+                manual=reason == "manual",
+                current=session.auto_compaction_paused_reason,
+            )
+            if pause != session.auto_compaction_paused_reason:
                 ChatSession.objects.filter(pk=session.pk).update(
                     auto_compaction_paused_reason=pause
                 )
@@ -249,8 +250,8 @@ class CompactionService:
             )
 
             def announce() -> None:
-                broadcast(sid, MessageStored(sid, event_json))
-                broadcast(sid, done)
+                publish(sid, MessageStored(sid, event_json))
+                publish(sid, done)
 
             transaction.on_commit(announce)
         return CompactionOutcome(
@@ -279,12 +280,11 @@ class CompactionService:
                     consecutive_compaction_failures=F("consecutive_compaction_failures") + 1
                 )
                 fresh = ChatSession.objects.get(pk=session.pk)
-                if reason == "oversized_message":
-                    pause = PAUSED_OVERSIZED
-                elif fresh.consecutive_compaction_failures >= PAUSE_AFTER_FAILURES:
-                    pause = PAUSED_FAILURES
-                else:
-                    pause = fresh.auto_compaction_paused_reason
+                pause = trigger.pause_after_failure(
+                    reason=reason,
+                    consecutive_failures=fresh.consecutive_compaction_failures,
+                    current=fresh.auto_compaction_paused_reason,
+                )
                 ChatSession.objects.filter(pk=session.pk).update(
                     auto_compaction_paused_reason=pause
                 )
@@ -296,8 +296,8 @@ class CompactionService:
             session_id=sid, error=error, reason=reason, event_message=event_json
         )
         if event_json is not None:
-            broadcast(sid, MessageStored(sid, event_json))
-        broadcast(sid, failed)
+            publish(sid, MessageStored(sid, event_json))
+        publish(sid, failed)
         return CompactionOutcome(
             status="failed",
             reason=reason,
@@ -306,3 +306,39 @@ class CompactionService:
             tokens_after=tokens,
             event=failed,
         )
+
+
+_compacting_here: set[str] = set()
+
+
+def is_compacting_here(session_id: str) -> bool:
+    """A compaction of this session is running in this process (a second request is
+    answered ``in_progress`` at once instead of waiting behind it)."""
+    return session_id in _compacting_here
+
+
+def _compact_in_thread(session_id: str, reason: str, instructions: str | None) -> CompactionOutcome:
+    """The service in a worker thread with its own database connection."""
+    try:
+        session = ChatSession.objects.select_related(
+            "agent__model_channel", "agent__auxiliary_model_channel"
+        ).get(pk=session_id)
+        return CompactionService().compact(
+            session=session, reason=reason, instructions=instructions
+        )
+    finally:
+        close_old_connections()
+
+
+async def acompact(
+    session_id: str, *, reason: str, instructions: str | None = None
+) -> CompactionOutcome:
+    """Compact from async code: the model call may take a minute, so it runs in a thread of
+    its own, never queued behind the process's other database work."""
+    _compacting_here.add(session_id)
+    try:
+        return await sync_to_async(_compact_in_thread, thread_sensitive=False)(
+            session_id, reason, instructions
+        )
+    finally:
+        _compacting_here.discard(session_id)

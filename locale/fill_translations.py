@@ -51,7 +51,7 @@ ZH: dict[str, str | list[str]] = {
     "The model sees this hand-off summary instead of the compacted messages.": (
         "模型看到的是这份交接摘要，而不是已压缩的原始消息。"
     ),
-    # failure reasons (agents.presentation), in the page's language
+    # failure reasons (web.presentation), in the page's language
     "No auxiliary model is configured": "未配置辅助模型",
     "There is nothing to compact yet": "没有可压缩的消息",
     "One message is too large to compact; consider splitting it": "单条消息过长，建议拆分",

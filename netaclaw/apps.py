@@ -6,7 +6,8 @@ from django.utils.translation import gettext_lazy as _
 
 class NetaclawConfig(AppConfig):
     name = "netaclaw"
-    verbose_name = _("System")
+    label = "project"  # "netaclaw" is the system dictionary's label (``system.apps``)
+    verbose_name = _("Project")
 
     def ready(self) -> None:
         from netaclaw import checks  # noqa: F401  (registers the system checks)

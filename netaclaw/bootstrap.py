@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from agents.models import Agent, ModelChannel, Provider
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set, dict_value
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set, dict_value
 
 ADMIN_USERNAME = "admin"
 DEMO_AGENT_NAME = "NetaClaw 演示助手"

@@ -64,8 +64,10 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "netaclaw",
+    "system",
     "agents",
     "compaction",
+    "web",
     "channels_app",
 ]
 
@@ -115,8 +117,6 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # the health check at most once a second per connection (netaclaw/db_backends)
-    DATABASES["default"]["ENGINE"] = "netaclaw.db_backends.postgresql"
     if os.environ.get("NETACLAW_DB_PREPARED_STATEMENTS", "1") != "0":
         # A chat turn runs the same few statements every time; prepared after their second
         # run, PostgreSQL stops parsing and planning them: its CPU per turn ~1.6 → 0.9 ms,

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 
 # imported on the first model call otherwise, after the freeze
 PRODUCT_PRELOAD = (
-    "agents.llm.openai_adapter",
-    "agents.llm.anthropic_adapter",
+    "llm.openai_adapter",
+    "llm.anthropic_adapter",
     "compaction.service",
 )
 

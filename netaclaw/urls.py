@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from netaclaw.accounts import LogoutWithConfirmation
+from web.accounts import LogoutWithConfirmation
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="chat:index", permanent=False)),
@@ -13,7 +13,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
-    path("chat/", include("agents.urls")),
-    path("", include("agents.config_urls")),
-    path("api/", include("netaclaw.api_urls")),
+    path("chat/", include("web.urls")),
+    path("", include("web.config_urls")),
+    path("api/", include("web.api_urls")),
 ]

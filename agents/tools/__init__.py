@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agents.llm import ToolSpec
 from agents.tools.registry import Tool, ToolError, ToolOutcome, ToolRegistry
 from agents.tools.todo import TodoStore
 from agents.tools.workspace import Workspace
+from llm import ToolSpec
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
 

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agents.llm import ToolSpec
 from compaction.core.types import ToolCall
+from llm import ToolSpec
 
 
 class ToolError(Exception):

@@ -6,7 +6,7 @@ import pytest
 
 from agents import services
 from agents.models import Role
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
 from tests.factories import make_agent, make_channel, make_session
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ import pytest
 from django.test import AsyncClient
 from rest_framework.authtoken.models import Token
 
-from agents.api import COMPACTION_FAILURE_STATUS, _outcome_response
 from tests.factories import make_session, make_user
+from web.api import COMPACTION_FAILURE_STATUS, _outcome_response
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set, dict_value
-from netaclaw.models import DictInfo
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set, dict_value
+from system.models import DictInfo
 from tests.factories import make_channel
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ from django.test import Client
 
 from agents.models import Agent, ChatSession, ModelChannel
 from agents.services import messages_bulk_append
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
 from tests.factories import make_user
 from tests.support.llm_server import Action, Fail, RecordedRequest, Reply, ScriptedLLMServer
 

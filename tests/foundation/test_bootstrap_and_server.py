@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 
 from agents.models import Agent, ModelChannel
 from netaclaw.bootstrap import ADMIN_USERNAME, DEMO_AGENT_NAME, bootstrap
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
 
 ROOT = Path(__file__).resolve().parents[2]
 

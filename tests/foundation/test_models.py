@@ -61,6 +61,6 @@ def test_channel_repr_and_str_never_show_the_key() -> None:
 
 
 def test_the_netaclaw_dictionary_type_exists_after_migrate() -> None:
-    from netaclaw.models import DictType
+    from system.models import DictType
 
     assert DictType.objects.get(key="netaclaw").name == "NetaClaw配置"

@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from agents.llm import ChannelConfig, LLMError, LLMRequest, get_provider
 from compaction.core.types import Message
+from llm import ChannelConfig, LLMError, LLMRequest, get_provider
 from tests.support.llm_server import (
     Action,
     Disconnect,

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from agents.llm import (
+from compaction.core.types import Message, ToolCall
+from llm import (
     ChannelConfig,
     Completion,
     LLMRequest,
@@ -18,7 +19,6 @@ from agents.llm import (
     UsageReport,
     get_provider,
 )
-from compaction.core.types import Message, ToolCall
 from tests.support.llm_server import Empty, Reply, ScriptedLLMServer, default_input_tokens
 
 ALL_PROVIDERS = ["openai", "deepseek", "openai_compatible", "anthropic"]

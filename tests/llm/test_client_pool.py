@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from agents.llm import get_provider
-from agents.llm.transport import AsyncClientPool
+from llm import get_provider
+from llm.transport import AsyncClientPool
 from tests.llm.test_adapters_wire import ALL_PROVIDERS, events_of, make_config
 from tests.support.llm_server import Reply, ScriptedLLMServer
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import openai
 import pytest
 
-from agents.llm import get_provider
-from agents.llm.openai_adapter import _post_streaming, async_client, build_openai_params
 from bench.compaction_core import synthetic_conversation
+from llm import get_provider
+from llm.openai_adapter import _post_streaming, async_client, build_openai_params
 from tests.llm.test_adapters_wire import REQUEST, TOOL, events_of, make_config
 from tests.support.llm_server import Fail, Reply, ScriptedLLMServer
 

@@ -7,7 +7,8 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from agents.llm import (
+from compaction.core.types import Message, ToolCall
+from llm import (
     ChannelConfig,
     LLMError,
     LLMRequest,
@@ -19,13 +20,12 @@ from agents.llm import (
     build_anthropic_params,
     build_openai_params,
 )
-from agents.llm.anthropic_adapter import (
+from llm.anthropic_adapter import (
     LEADING_USER_PLACEHOLDER,
     AnthropicStreamParser,
     arguments_to_input,
 )
-from agents.llm.openai_adapter import OpenAIStreamParser, parse_openai_completion
-from compaction.core.types import Message, ToolCall
+from llm.openai_adapter import OpenAIStreamParser, parse_openai_completion
 
 TOOL = ToolSpec(
     name="read_file",

@@ -12,8 +12,8 @@ import traceback
 
 import pytest
 
-from agents.llm import ChannelConfig, LLMError, LLMRequest, get_provider
 from compaction.core.types import Message
+from llm import ChannelConfig, LLMError, LLMRequest, get_provider
 from tests.support.llm_server import Disconnect, Fail, Hang, NonJSON, ScriptedLLMServer
 
 SECRET = "sk-secret-for-leak-tests-9f8e7d6c5b4a"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.llm import ChannelConfig, LLMError, model_max_tokens
-from agents.llm.errors import redact, to_llm_error
+from llm import ChannelConfig, LLMError, model_max_tokens
+from llm.errors import redact, to_llm_error
 
 
 @pytest.mark.parametrize(

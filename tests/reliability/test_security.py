@@ -27,18 +27,18 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from agents.models import ChatSession, Message
-from agents.services import compaction_apply, message_append
-from channels_app.events import (
+from agents.broadcast import apublish
+from agents.events import (
     CompactionFailed,
     Delta,
     ErrorEvent,
     MessageStored,
 )
-from channels_app.groups import abroadcast
+from agents.models import ChatSession, Message
+from agents.services import compaction_apply, message_append
 from channels_app.html_encoder import render_event_html
 from channels_app.routing import websocket_urlpatterns
-from netaclaw.dictionary import dict_set
+from system.dictionary import dict_set
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.reliability.conftest import HtmlAudit, connect, receive, send
 
@@ -385,8 +385,8 @@ async def test_the_socket_never_joins_or_leaks_another_users_session(channel_lay
         event = await receive(json_socket)
         assert event["type"] == "error" and event["reason"] == "unknown_session", event
     # an event of her session, broadcast to its group, reaches neither of his sockets
-    await abroadcast(sid, MessageStored(sid, {"id": 1, "role": "user", "content": ALICE_SECRET}))
-    await abroadcast(sid, Delta(sid, ALICE_SECRET))
+    await apublish(sid, MessageStored(sid, {"id": 1, "role": "user", "content": ALICE_SECRET}))
+    await apublish(sid, Delta(sid, ALICE_SECRET))
     assert await json_socket.receive_nothing(timeout=0.3)
     assert await html_socket.receive_nothing(timeout=0.3)
     await json_socket.disconnect()

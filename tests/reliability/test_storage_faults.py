@@ -34,10 +34,10 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from agents.events import CompactionDone, CompactionFailed
 from agents.models import ChatSession, Message, Role
 from agents.selectors import history_load
 from agents.services import message_append
-from channels_app.events import CompactionDone, CompactionFailed
 from compaction.service import CompactionService
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.reliability.conftest import SUMMARY, fill_history, history_rows
@@ -93,10 +93,8 @@ def _pruning_world(server: ScriptedLLMServer) -> ChatSession:
 WRITE_POINTS = [
     ("summarize", 'INSERT INTO "agents_message"', 1),  # the summary
     ("summarize", 'SET "compacted_at"', 1),  # the replaced messages' marks
-    ("summarize", 'SET "last_position"', 1),  # the event's position
     ("summarize", 'INSERT INTO "agents_message"', 2),  # the event record
     ("summarize", 'SET "compaction_count"', 1),  # the session's counters
-    ("summarize", 'SET "auto_compaction_paused_reason"', 1),  # the pause flag
     ("prune", 'SET "pruned_at"', 1),  # phase-1 prune marks
     ("prune", 'INSERT INTO "agents_message"', 1),  # the event record after pruning only
 ]
@@ -112,7 +110,7 @@ def test_a_failing_write_inside_compaction_apply_rolls_everything_back(
     monkeypatch, scenario: str, needle: str, nth: int
 ) -> None:
     announced: list[Any] = []
-    monkeypatch.setattr("compaction.service.broadcast", lambda sid, event: announced.append(event))
+    monkeypatch.setattr("compaction.service.publish", lambda sid, event: announced.append(event))
     with ScriptedLLMServer(responder=lambda body, wire: Reply(text=SUMMARY)) as server:
         session = _summarizing_world(server) if scenario == "summarize" else _pruning_world(server)
         reason = "manual" if scenario == "summarize" else "auto"

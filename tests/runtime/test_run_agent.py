@@ -5,9 +5,9 @@ import json
 import pytest
 
 from agents import runtime
-from agents.llm import ChannelConfig, get_provider
 from agents.tools import TodoStore, Workspace, default_registry
 from compaction.core import Message, ToolCall
+from llm import ChannelConfig, get_provider
 from tests.support.llm_server import Fail, Reply
 
 
@@ -52,9 +52,11 @@ async def test_tool_round_then_answer(llm_server, tmp_path, provider) -> None:
         Reply(text="the file says hi", chunk_size=4),
     )
     result, events = await _run(llm_server, provider, tmp_path)
-    assert (result.stop_reason, result.final_text, result.api_calls) == (
+    answers = [e for e in events if isinstance(e, runtime.AssistantMessage)]
+    assert (result, answers[-1].content, len(answers), len(llm_server.requests)) == (
         "done",
         "the file says hi",
+        3,
         3,
     )
     assert (tmp_path / "a.txt").read_text() == "hi"
@@ -82,7 +84,7 @@ async def test_failing_tool_is_a_result_and_the_turn_goes_on(llm_server, tmp_pat
     result, events = await _run(llm_server, "openai", tmp_path)
     failed = next(e for e in events if isinstance(e, runtime.ToolResult))
     assert failed.is_error and failed.content == "path escapes the workspace"
-    assert result.stop_reason == "done"
+    assert result == "done"
 
 
 async def test_step_limit_keeps_tool_pairing(llm_server, tmp_path) -> None:
@@ -90,7 +92,7 @@ async def test_step_limit_keeps_tool_pairing(llm_server, tmp_path) -> None:
         tool_calls=[ToolCall(f"t{len(body['messages'])}", "list_files", "{}")]
     )
     result, events = await _run(llm_server, "openai", tmp_path, max_steps=3)
-    assert result.stop_reason == "step_limit" and result.api_calls == 3
+    assert result == "step_limit" and len(llm_server.requests) == 3
     assert isinstance(events[-1], runtime.StepLimitReached)
     assert isinstance(events[-2], runtime.ToolResult)  # the last calls got their results
 
@@ -98,7 +100,7 @@ async def test_step_limit_keeps_tool_pairing(llm_server, tmp_path) -> None:
 async def test_provider_error_is_reported(llm_server, tmp_path) -> None:
     llm_server.enqueue(Fail(status=500, should_retry=False))
     result, events = await _run(llm_server, "openai", tmp_path)
-    assert result.stop_reason == "error"
+    assert result == "error"
     assert [type(e) for e in events] == [runtime.RunFailed]
     assert events[0].reason == "upstream_error"
 
@@ -110,6 +112,6 @@ async def test_before_step_messages_are_used_for_the_next_call(llm_server, tmp_p
         return [Message(role="system", content="COMPACTED CONTEXT"), *messages[-2:]]
 
     result, _ = await _run(llm_server, "openai", tmp_path, before_step=before_step)
-    assert result.stop_reason == "done"
+    assert result == "done"
     second = llm_server.requests[1].body["messages"]
     assert second[0]["content"] == "COMPACTED CONTEXT" and len(second) == 3

@@ -15,7 +15,7 @@ from agents.models import Message
 from agents.selectors import history_load
 from agents.services import compaction_lease_acquire, messages_bulk_append
 from compaction.service import CompactionService
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.support.llm_server import Empty, Fail, Hang, NonJSON, Reply
 
@@ -153,7 +153,7 @@ def test_a_failing_write_rolls_back_and_reports(llm_server, monkeypatch) -> None
     def broken(*args, **kwargs):
         raise DatabaseError("disk full")
 
-    monkeypatch.setattr(services, "_next_positions", broken)
+    monkeypatch.setattr(services, "next_positions", broken)
     outcome = CompactionService().compact(session=session, reason="manual")
     assert (outcome.status, outcome.reason) == ("failed", "storage_error")
     assert _rows(session) == before

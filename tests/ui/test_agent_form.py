@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agents.models import Agent
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
 from tests.factories import make_channel
 from tests.ui.html import parse
 

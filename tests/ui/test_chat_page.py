@@ -375,7 +375,7 @@ def test_a_reload_during_a_compaction_shows_it(zh_client, session) -> None:
 def test_a_paused_automatic_compaction_is_shown_with_its_reason(
     client, user, session, language, label, manual
 ) -> None:
-    from agents.autocompaction import PAUSED_OVERSIZED
+    from compaction.trigger import PAUSED_OVERSIZED
 
     client.force_login(user)
     client.cookies[settings.LANGUAGE_COOKIE_NAME] = language

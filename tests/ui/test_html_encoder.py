@@ -6,10 +6,8 @@ import typing
 
 import pytest
 
-from agents.message_format import message_to_json
-from agents.services import compaction_apply, message_append, system_event_append
-from channels_app import events
-from channels_app.events import (
+from agents import events
+from agents.events import (
     CompactionDone,
     CompactionFailed,
     CompactionSkipped,
@@ -20,6 +18,8 @@ from channels_app.events import (
     TokenUpdate,
     TurnDone,
 )
+from agents.message_format import message_to_json
+from agents.services import compaction_apply, message_append, system_event_append
 from channels_app.html_encoder import render_event_html
 from tests.ui.html import Node, parse
 
@@ -337,7 +337,7 @@ def test_missing_auxiliary_model_says_what_to_do() -> None:
 
 
 def test_a_live_token_update_shows_and_clears_the_pause() -> None:
-    from agents.autocompaction import PAUSED_FAILURES
+    from compaction.trigger import PAUSED_FAILURES
 
     paused = TokenUpdate(SID, 0, 0, 0, 100, 8000, 70, True, paused_reason=PAUSED_FAILURES)
     _, status, *_ = _frame(paused)

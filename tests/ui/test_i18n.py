@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 
 from agents.services import compaction_apply, message_append, system_event_append
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
 from tests.factories import make_agent, make_channel, make_session
 from tests.ui.html import parse
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.template import Context, Template
 
-from agents.templatetags.chat_markdown import render_markdown
 from tests.ui.html import parse
+from web.templatetags.chat_markdown import render_markdown
 
 HOSTILE = [
     "<script>alert(1)</script>",

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.transfer import SessionIOError, session_by_id
 from compaction.service import CompactionService
-from compaction.sessions_io import SessionIOError, session_by_id
 
 
 class Command(BaseCommand):

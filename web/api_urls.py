@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import api
+from web import api
 
 app_name = "api"
 

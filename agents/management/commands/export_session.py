@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from compaction.sessions_io import SessionIOError, session_by_id, session_export
+from agents.transfer import SessionIOError, session_by_id, session_export
 
 
 class Command(BaseCommand):

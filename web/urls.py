@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import views
+from web import views
 
 app_name = "chat"
 

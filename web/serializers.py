@@ -1,7 +1,7 @@
 """Request validation and response shapes of the REST API (CONTRACT §4).
 
 Serializers only validate and shape data; writes go through ``agents.services`` /
-``agents.api_services`` and visibility through ``agents.access``. A message is
+``agents.configuration`` and visibility through ``agents.access``. A message is
 always serialized with ``agents.message_format.message_to_json`` (one shape for
 REST, WebSocket and export), never here.
 """
@@ -16,8 +16,8 @@ from rest_framework import serializers
 
 from agents.access import agent_for_user
 from agents.models import Agent, ChatSession, CompactionStrategy, ModelChannel, Provider
-from netaclaw.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY
-from netaclaw.models import DictInfo
+from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY
+from system.models import DictInfo
 
 THRESHOLD_MIN, THRESHOLD_MAX = 30, 95
 PROTECT_MIN, PROTECT_MAX = 1, 10

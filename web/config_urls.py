@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from agents import config_views
+from web import config_views
 
 app_name = "config"
 

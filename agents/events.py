@@ -1,7 +1,8 @@
 """The seed's server events as typed values (DESIGN 7: one event model, two encodings).
 
-Gateway and services build these; ``channels_app.encoders`` turns them into the
-JSON frames of CONTRACT §5 (programs) or HTML fragments (the HTMX chat page).
+The domain declares them (as Zulip keeps its event types below its views), services and
+the chat turn publish them (``agents.broadcast``), and the socket layer encodes them at the
+edge: JSON frames of CONTRACT §5 for programs, HTML fragments for the HTMX chat page.
 Field names in ``to_json`` are the contract's, exactly.
 """
 

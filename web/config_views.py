@@ -23,8 +23,8 @@ from agents.configuration import (
     channel_update,
     default_auxiliary_channel,
 )
-from agents.forms import AgentForm, ChannelForm
 from agents.models import Agent, ModelChannel
+from web.forms import AgentForm, ChannelForm
 
 View = Callable[..., HttpResponse]
 

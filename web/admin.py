@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
 from agents.models import Agent, ChatSession, Message, ModelChannel
+from compaction.service import CompactionService
+from system.models import DictInfo, DictType
 
 
 class ModelChannelAdminForm(forms.ModelForm):
@@ -115,7 +117,6 @@ class ChatSessionAdmin(admin.ModelAdmin):
         "id",
         "created_at",
         "updated_at",
-        "last_position",
         "compaction_count",
         "compaction_lease_holder",
         "compaction_lease_expires_at",
@@ -131,10 +132,6 @@ class ChatSessionAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Compact the selected sessions now"))
     def compact_selected(self, request: Any, queryset: Any) -> None:
-        from django.contrib import messages
-
-        from compaction.service import CompactionService
-
         service = CompactionService()
         for session in queryset.select_related(
             "agent__model_channel", "agent__auxiliary_model_channel"
@@ -178,3 +175,22 @@ class MessageAdmin(admin.ModelAdmin):
     search_fields = ["content", "session__id"]
     raw_id_fields = ["session", "compacted_into"]
     list_select_related = ["session"]
+
+
+class DictInfoInline(admin.TabularInline):
+    model = DictInfo
+    extra = 0
+
+
+@admin.register(DictType)
+class DictTypeAdmin(admin.ModelAdmin):
+    list_display = ["key", "name"]
+    search_fields = ["key", "name"]
+    inlines = [DictInfoInline]
+
+
+@admin.register(DictInfo)
+class DictInfoAdmin(admin.ModelAdmin):
+    list_display = ["type", "name", "value", "remark"]
+    list_filter = ["type"]
+    search_fields = ["name", "value"]

@@ -1,5 +1,6 @@
-"""Channel-layer groups: every socket watching a session joins that session's group,
-so an event reaches all of them, whichever process produced it (DESIGN 6)."""
+"""Publishing events: every socket watching a session joins that session's group, so an
+event reaches all of them, whichever process produced it (DESIGN 6). The domain publishes
+here; the socket layer only joins groups and encodes what arrives."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import uuid
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
-from channels_app.events import ServerEvent, event_to_layer
+from agents.events import ServerEvent, event_to_layer
 
 logger = logging.getLogger(__name__)
 
@@ -18,16 +19,16 @@ def session_group(session_id: str | uuid.UUID) -> str:
     return f"session.{uuid.UUID(str(session_id)).hex}"
 
 
-async def abroadcast(session_id: str | uuid.UUID, event: ServerEvent) -> None:
+async def apublish(session_id: str | uuid.UUID, event: ServerEvent) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
     await layer.group_send(session_group(session_id), event_to_layer(event))
 
 
-def broadcast(session_id: str | uuid.UUID, event: ServerEvent) -> None:
+def publish(session_id: str | uuid.UUID, event: ServerEvent) -> None:
     """Sync entry point for services and commands; never raises into the caller."""
     try:
-        async_to_sync(abroadcast)(session_id, event)
+        async_to_sync(apublish)(session_id, event)
     except Exception:  # a dead Redis must not turn a finished compaction into a failure
         logger.exception("broadcast of %s to session %s failed", event.type, session_id)

@@ -38,7 +38,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView, exception_handler
 
-from agents import api_services, configuration
+from agents import configuration
 from agents.access import (
     SessionNotFound,
     agent_for_user,
@@ -46,10 +46,16 @@ from agents.access import (
     session_for_user,
     sessions_for_user,
 )
+from agents.broadcast import apublish
 from agents.message_format import message_to_json
 from agents.models import Agent, ChatSession, ModelChannel
 from agents.selectors import HISTORY_VIEWS, history_load
-from agents.serializers import (
+from agents.services import session_create
+from chat.turn import read_token_update
+from compaction import service as compaction
+from system import dictionary
+from system.models import DictInfo
+from web.serializers import (
     AgentSerializer,
     CompactRequestSerializer,
     CompactResultSerializer,
@@ -60,9 +66,6 @@ from agents.serializers import (
     SessionCreateSerializer,
     SessionSerializer,
 )
-from agents.services import session_create
-from channels_app.gateway import run_compaction
-from netaclaw.models import DictInfo
 
 SESSION_ID = OpenApiParameter(
     "session_id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="Chat session id"
@@ -313,9 +316,10 @@ async def session_compact(request: HttpRequest, session_id: str) -> HttpResponse
     checked = await sync_to_async(gate.check)(request, session_id)
     if isinstance(checked, HttpResponse):
         return checked
-    outcome = await run_compaction(
+    outcome = await compaction.acompact(
         checked.session_id, reason="manual", instructions=checked.instructions
     )
+    await apublish(checked.session_id, await read_token_update(checked.session_id))
     return gate.respond(_outcome_response(outcome))
 
 
@@ -345,7 +349,7 @@ class AgentListView(ApiView):
     def post(self, request: Request) -> Response:
         body = AgentSerializer(data=request.data, context={"request": request})
         body.is_valid(raise_exception=True)
-        agent = api_services.agent_create(creator=request.user, **body.validated_data)
+        agent = configuration.agent_create(creator=request.user, **body.validated_data)
         return Response(AgentSerializer(agent).data, status=status.HTTP_201_CREATED)
 
 
@@ -359,7 +363,7 @@ class AgentDetailView(ApiView):
         agent = _editable_agent(request, agent_id)
         body = AgentSerializer(agent, data=request.data, partial=True, context={"request": request})
         body.is_valid(raise_exception=True)
-        agent = api_services.agent_update(agent=agent, editor=request.user, **body.validated_data)
+        agent = configuration.agent_update(agent=agent, editor=request.user, **body.validated_data)
         return Response(AgentSerializer(agent).data)
 
 
@@ -431,7 +435,7 @@ class DictInfoListView(StaffApiView):
     def post(self, request: Request) -> Response:
         body = DictInfoSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        entry = api_services.dict_entry_create(**_dict_values(body.validated_data))
+        entry = dictionary.dict_entry_create(**_dict_values(body.validated_data))
         return Response(DictInfoSerializer(entry).data, status=status.HTTP_201_CREATED)
 
 
@@ -445,7 +449,7 @@ class DictInfoDetailView(StaffApiView):
         entry = _dict_entry(entry_id)
         body = DictInfoSerializer(entry, data=request.data, partial=True)
         body.is_valid(raise_exception=True)
-        entry = api_services.dict_entry_update(entry=entry, **_dict_values(body.validated_data))
+        entry = dictionary.dict_entry_update(entry=entry, **_dict_values(body.validated_data))
         return Response(DictInfoSerializer(entry).data)
 
 

@@ -18,8 +18,8 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from agents.autocompaction import pause_label
 from agents.services import SYSTEM_TYPE_COMPACTION
+from compaction.trigger import pause_label
 
 MessageKind = Literal["user", "assistant", "tool", "summary", "event", "system"]
 MeterState = Literal["ok", "warn", "danger"]
@@ -42,7 +42,7 @@ COMPACTION_FAILURES: dict[str, Promise] = {
     "history_changed": _("The history changed during the compaction; try again"),
     "storage_error": _("The summary could not be stored"),
 }
-# The model adapters' reasons (agents.llm.errors); their text is "<head> (HTTP n): <detail>",
+# The model adapters' reasons (llm.errors); their text is "<head> (HTTP n): <detail>",
 # and the detail is the provider's own words, shown as they are.
 PROVIDER_FAILURES: dict[str, Promise] = {
     "timeout": _("The model did not answer in time"),
@@ -239,7 +239,7 @@ def message_view(data: dict[str, Any]) -> MessageView:
 
 
 class MeterFigures(Protocol):
-    """What ``agents.meter.MeterReading`` and ``channels_app.events.TokenUpdate`` share."""
+    """What ``agents.meter.MeterReading`` and ``agents.events.TokenUpdate`` share."""
 
     used_tokens: int
     max_tokens: int

@@ -1,5 +1,5 @@
 """Pages of the chat domain. Thin: read through the access gate and selectors, write
-through services; presentation values come from ``agents.presentation``."""
+through services; presentation values come from ``web.presentation``."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from django_htmx.middleware import HtmxDetails
 
 from agents.access import SessionNotFound, agents_for_user, session_for_user, sessions_for_user
 from agents.configuration import agent_editable
-from agents.forms import NewChatForm
 from agents.history_pages import (
     MessageNotFound,
     history_page,
@@ -26,10 +25,11 @@ from agents.history_pages import (
 from agents.message_format import message_to_json
 from agents.meter import meter_read
 from agents.models import Agent, ChatSession
-from agents.presentation import message_view, meter_view
 from agents.selectors import HistoryView
 from agents.services import session_create
 from compaction.core.prompts import summary_body
+from web.forms import NewChatForm
+from web.presentation import message_view, meter_view
 
 SIDEBAR_SIZE = 50
 

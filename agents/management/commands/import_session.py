@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from compaction.sessions_io import SessionIOError, session_import
+from agents.transfer import SessionIOError, session_import
 
 
 class Command(BaseCommand):
