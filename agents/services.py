@@ -239,6 +239,19 @@ def compaction_lease_acquire(*, session: ChatSession, holder: str, seconds: int)
     return taken == 1
 
 
+def compaction_lease_renew(*, session: ChatSession, holder: str, seconds: int) -> bool:
+    """Extend a lease its holder still has; False when it is someone else's (or gone)."""
+    renewed = ChatSession.objects.filter(pk=session.pk, compaction_lease_holder=holder).update(
+        compaction_lease_expires_at=timezone.now() + timedelta(seconds=seconds)
+    )
+    return renewed == 1
+
+
+def compaction_lease_held(*, session: ChatSession, holder: str) -> bool:
+    """Inside the write-back's transaction: the lease is still this holder's."""
+    return ChatSession.objects.filter(pk=session.pk, compaction_lease_holder=holder).exists()
+
+
 def compaction_lease_release(*, session: ChatSession, holder: str) -> None:
     ChatSession.objects.filter(pk=session.pk, compaction_lease_holder=holder).update(
         compaction_lease_holder="", compaction_lease_expires_at=None

@@ -9,15 +9,11 @@ re-checks the span; events go out only after the commit.
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import F
 
@@ -36,6 +32,7 @@ from agents.models import ChatSession
 from compaction import core, trigger
 from compaction.auxiliary import AuxiliaryClient, AuxiliaryError
 from compaction.context import core_messages_for_session, policy_for_session
+from compaction.lease import Lease, held_lease
 
 logger = logging.getLogger(__name__)
 
@@ -83,10 +80,6 @@ class CompactionFailure(Exception):
         self.error = error
 
 
-def _holder() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
 def _saved_percent(before: int, after: int) -> int:
     return round(100 * (before - after) / before) if before else 0
 
@@ -115,20 +108,16 @@ class CompactionService:
         instructions: str | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> CompactionOutcome:
-        holder = _holder()
-        lease = int(settings.NETACLAW["COMPACTION_LEASE_SECONDS"])
-        if not services.compaction_lease_acquire(session=session, holder=holder, seconds=lease):
-            return CompactionOutcome(
-                status="skipped",
-                reason="in_progress",
-                error="另一个压缩正在进行 (a compaction of this session is already in progress)",
-            )
-        sid = str(session.pk)
-        try:
+        with held_lease(session) as lease:
+            if lease is None:
+                return CompactionOutcome(
+                    status="skipped",
+                    reason="in_progress",
+                    error="另一个压缩正在进行 (a compaction of this session is already in progress)",
+                )
+            sid = str(session.pk)
             publish(sid, CompactionStart(session_id=sid, reason=reason))  # type: ignore[arg-type]
-            return self._compact_leased(session, reason, instructions, progress)
-        finally:
-            services.compaction_lease_release(session=session, holder=holder)
+            return self._compact_leased(session, reason, instructions, progress, lease)
 
     def _compact_leased(
         self,
@@ -136,6 +125,7 @@ class CompactionService:
         reason: str,
         instructions: str | None,
         progress: Callable[[int, int], None] | None,
+        lease: Lease,
     ) -> CompactionOutcome:
         sid = str(session.pk)
         tokens_before = 0
@@ -171,7 +161,7 @@ class CompactionService:
                 )
             if result.status in _STATUS_FAILURES:
                 raise CompactionFailure(*_STATUS_FAILURES[result.status])
-            return self._persist(session, reason, result, policy)
+            return self._persist(session, reason, result, policy, lease)
         except AuxiliaryError as exc:
             return self._fail(session, exc.reason, str(exc), tokens_before)
         except core.SummaryTooShort as exc:
@@ -202,11 +192,16 @@ class CompactionService:
         reason: str,
         result: core.CompactionResult,
         policy: core.CompactionPolicy,
+        lease: Lease,
     ) -> CompactionOutcome:
         sid = str(session.pk)
         removed = len(result.summarized_ids)
         saved = _saved_percent(result.tokens_before, result.tokens_after)
         with transaction.atomic():
+            if lease.lost or not services.compaction_lease_held(
+                session=session, holder=lease.holder
+            ):
+                raise services.SpanChanged("the lease was lost while the summary was written")
             applied = services.compaction_apply(
                 session=session,
                 compacted_ids=result.summarized_ids,

@@ -219,7 +219,7 @@ SPECTACULAR_SETTINGS = {
 # NetaClaw's own knobs.
 NETACLAW = {
     # Seconds a compaction lease is held before another process may take it over.
-    "COMPACTION_LEASE_SECONDS": int(os.environ.get("NETACLAW_COMPACTION_LEASE_SECONDS", "300")),
+    "COMPACTION_LEASE_SECONDS": int(os.environ.get("NETACLAW_COMPACTION_LEASE_SECONDS", "45")),
     # Seconds the auxiliary model may take to answer one summary request.
     "AUXILIARY_TIMEOUT_SECONDS": float(os.environ.get("NETACLAW_AUXILIARY_TIMEOUT", "120")),
     # Per-session tool workspaces live below this folder.
