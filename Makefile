@@ -5,6 +5,11 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
+# settings.DAPHNE_WEBSOCKET_MAX_MESSAGE_SIZE / _FRAME_SIZE (8 MiB): an oversized client frame
+# is answered with an error instead of closing the socket at Daphne's default 1 MiB
+DAPHNE_WS_LIMITS := --websocket-max-message-size 8388608 --websocket-max-frame-size 8388608
+# the packages the type checker covers (pyproject's [tool.mypy])
+TYPED := llm compaction agents chat recall system web channels_app netaclaw scripted_llm
 
 .PHONY: run test test-fast test-e2e install system-deps lint format bench clean
 
@@ -31,7 +36,7 @@ system-deps:
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bootstrap_local --url http://$(HOST):$(PORT)
-	$(BIN)/daphne -b $(HOST) -p $(PORT) netaclaw.asgi:application
+	$(BIN)/daphne -b $(HOST) -p $(PORT) $(DAPHNE_WS_LIMITS) netaclaw.asgi:application
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest tests --ignore=tests/e2e -q $(PYTEST_ARGS)
@@ -48,6 +53,7 @@ test-e2e: $(STAMP) system-deps
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy $(TYPED)
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -19,6 +19,19 @@ def session_group(session_id: str | uuid.UUID) -> str:
     return f"session.{uuid.UUID(str(session_id)).hex}"
 
 
+async def asend_control(session_id: str | uuid.UUID, message: dict[str, str]) -> None:
+    """A control message (``{"action": "stop", "holder": …}``) to every socket watching the
+    session, in every process: the one running the session's turn acts on it
+    (``chat.control``), the others ignore it."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    await layer.group_send(
+        session_group(session_id),
+        {"type": "session.control", "session_id": str(session_id), **message},
+    )
+
+
 async def apublish(session_id: str | uuid.UUID, event: ServerEvent) -> None:
     layer = get_channel_layer()
     if layer is None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
+
 from agents.models import Agent, ModelChannel
 from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
 
@@ -29,6 +32,8 @@ AGENT_FIELDS = (
     "compaction_strategy",
     "compaction_threshold_percent",
     "compaction_protect_first_n",
+    "compaction_reground",
+    "search_history_enabled",
 )
 
 
@@ -73,10 +78,37 @@ def channel_create(*, api_key: str = "", **fields: Any) -> ModelChannel:
     return channel
 
 
+# Where a channel's key is sent: changing either needs the key entered again.
+KEY_DESTINATION_FIELDS = ("provider", "base_url")
+KEY_REENTRY_MESSAGE = _(
+    "The provider or base URL changed: enter the API key again (or remove the stored key). "
+    "A stored key is never sent to a new address."
+)
+
+
+def key_reentry_required(
+    *, channel: ModelChannel, fields: dict[str, Any], api_key: str | None, clear_api_key: bool
+) -> bool:
+    """The change moves a stored key to another provider or address without a new key."""
+    if not channel.pk or not channel.api_key or clear_api_key or (api_key or "").strip():
+        return False
+    return any(
+        name in fields and (fields[name] or "") != (getattr(channel, name) or "")
+        for name in KEY_DESTINATION_FIELDS
+    )
+
+
 def channel_update(
     *, channel: ModelChannel, api_key: str | None = None, clear_api_key: bool = False, **fields: Any
 ) -> ModelChannel:
-    """Change the given fields; a blank or absent ``api_key`` keeps the stored key."""
+    """Change the given fields; a blank or absent ``api_key`` keeps the stored key — unless
+    the provider or the base URL changes: then a new key (or ``clear_api_key``) is required,
+    or nothing is saved (ValidationError on ``api_key``), so whoever may edit a channel can
+    never lead its stored key to a host of their choosing."""
+    if key_reentry_required(
+        channel=channel, fields=fields, api_key=api_key, clear_api_key=clear_api_key
+    ):
+        raise ValidationError({"api_key": [KEY_REENTRY_MESSAGE]}, code="key_reentry")
     for name, value in fields.items():
         if name in CHANNEL_FIELDS:
             setattr(channel, name, value)

@@ -8,7 +8,7 @@ Field names in ``to_json`` are the contract's, exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 
@@ -81,24 +81,48 @@ class CompactionSkipped:
 
 
 @dataclass(frozen=True, slots=True)
-class TokenUpdate:
-    session_id: str
-    input_tokens: int
-    output_tokens: int
-    api_calls: int
+class MeterReading:
+    """The context meter's figures (DESIGN 13), read by ``agents.meter.meter_read``: the one
+    definition of the meter's fields, carried as they are by ``TokenUpdate`` and shown by the
+    page's ``MeterView``."""
+
     used_tokens: int
     max_tokens: int
     threshold_percent: int
     estimated: bool
+    input_tokens: int
+    output_tokens: int
+    api_calls: int
     compaction_count: int = 0
     tool_tokens: int = 0
     compacting: bool = False
-    paused_reason: str = ""
-    type: str = field(default="token_update", init=False)
+    paused_reason: str = ""  # automatic compaction paused (DESIGN 9); manual still works
+
+    @property
+    def threshold_tokens(self) -> int:
+        return self.max_tokens * self.threshold_percent // 100
 
     @property
     def percent(self) -> float:
         return round(100.0 * self.used_tokens / self.max_tokens, 1) if self.max_tokens else 0.0
+
+    @property
+    def over_threshold(self) -> bool:
+        return self.used_tokens >= self.threshold_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUpdate(MeterReading):
+    """A session's meter reading, as an event."""
+
+    session_id: str = field(kw_only=True)
+    type: str = field(default="token_update", init=False)
+
+    @classmethod
+    def of(cls, session_id: str, reading: MeterReading) -> TokenUpdate:
+        """The event carrying ``reading``."""
+        figures = {f.name: getattr(reading, f.name) for f in fields(MeterReading)}
+        return cls(session_id=session_id, **figures)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -150,10 +174,14 @@ class Delta:
 @dataclass(frozen=True, slots=True)
 class TurnDone:
     session_id: str
+    stopped: bool = False  # a stop ended the turn (CONTRACT §5)
     type: str = field(default="turn_done", init=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "sessionId": self.session_id}
+        data: dict[str, Any] = {"type": self.type, "sessionId": self.session_id}
+        if self.stopped:
+            data["stopped"] = True
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +189,7 @@ class ErrorEvent:
     error: str
     reason: str | None = None
     session_id: str | None = None
+    recorded: bool = False  # a stored record says it too (a failed turn's bubble): no alert
     type: str = field(default="error", init=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -185,7 +214,7 @@ ServerEvent = (
 )
 
 _BY_TYPE: dict[str, type] = {
-    cls.__dataclass_fields__["type"].default: cls  # type: ignore[attr-defined]
+    str(cls.__dataclass_fields__["type"].default): cls
     for cls in (
         CompactionStart,
         CompactionDone,

@@ -31,6 +31,8 @@ def message_to_json(message: Message, *, view: str = "full") -> dict[str, Any]:
         data["tool_calls"] = list(message.tool_calls)
     if message.tool_call_id:
         data["tool_call_id"] = message.tool_call_id
+    if message.queued_at is not None:  # waiting for the running turn (CONTRACT §5)
+        data["queued"] = True
     return data
 
 
@@ -41,7 +43,8 @@ class MessageFormatError(ValueError):
 def _parse_tool_call(raw: Any, where: str) -> dict[str, str]:
     if not isinstance(raw, dict):
         raise MessageFormatError(f"{where}: a tool call must be an object")
-    fn = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+    nested = raw.get("function")
+    fn: dict[str, Any] = nested if isinstance(nested, dict) else raw
     call_id, name, arguments = raw.get("id"), fn.get("name"), fn.get("arguments", "{}")
     if not isinstance(call_id, str) or not call_id:
         raise MessageFormatError(f"{where}: tool call needs a string 'id'")

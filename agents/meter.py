@@ -14,40 +14,12 @@ from dataclasses import dataclass
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from agents.events import MeterReading
 from agents.models import ChatSession, Message, ModelChannel, Role
 from agents.selectors import model_visible
 from compaction.core.tokens import estimate_tokens
 from compaction.core.types import Message as CoreMessage
-from llm import model_max_tokens
-
-DEFAULT_CONTEXT_WINDOW = 32768
-
-
-@dataclass(frozen=True, slots=True)
-class MeterReading:
-    used_tokens: int
-    max_tokens: int
-    threshold_percent: int
-    estimated: bool
-    input_tokens: int
-    output_tokens: int
-    api_calls: int
-    compaction_count: int
-    tool_tokens: int
-    compacting: bool = False
-    paused_reason: str = ""  # automatic compaction paused (DESIGN 9); manual still works
-
-    @property
-    def threshold_tokens(self) -> int:
-        return self.max_tokens * self.threshold_percent // 100
-
-    @property
-    def percent(self) -> float:
-        return round(100.0 * self.used_tokens / self.max_tokens, 1) if self.max_tokens else 0.0
-
-    @property
-    def over_threshold(self) -> bool:
-        return self.used_tokens >= self.threshold_tokens
+from llm import DEFAULT_CONTEXT_WINDOW, model_max_tokens
 
 
 def context_window(channel: ModelChannel | None) -> int:

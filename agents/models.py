@@ -9,6 +9,16 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from agents import validation
+from agents.validation import (  # the limits live with their rules; imported from here too
+    PROTECT_FIRST_N_DEFAULT,
+    PROTECT_FIRST_N_MAX,
+    PROTECT_FIRST_N_MIN,
+    THRESHOLD_PERCENT_DEFAULT,
+    THRESHOLD_PERCENT_MAX,
+    THRESHOLD_PERCENT_MIN,
+)
+
 
 class Provider(models.TextChoices):
     ANTHROPIC = "anthropic", "Anthropic"
@@ -61,6 +71,15 @@ class ModelChannel(models.Model):
     def has_api_key(self) -> bool:
         return bool(self.api_key)
 
+    def clean(self) -> None:
+        """The rules the channel page, the API and the admin share (``agents.validation``)."""
+        validation.check_fields(
+            {
+                "base_url": (validation.validate_base_url, self.base_url),
+                "context_window": (validation.validate_context_window, self.context_window),
+            }
+        )
+
 
 class CompactionStrategy(models.TextChoices):
     LOSSY = "lossy", _("Lossy summary")
@@ -101,10 +120,28 @@ class Agent(models.Model):
         default=CompactionStrategy.LOSSY,
     )
     compaction_threshold_percent = models.PositiveSmallIntegerField(
-        _("compaction threshold (%)"), default=70
+        _("compaction threshold (%)"), default=THRESHOLD_PERCENT_DEFAULT
     )
     compaction_protect_first_n = models.PositiveSmallIntegerField(
-        _("protected head messages"), default=3
+        _("protected head messages"), default=PROTECT_FIRST_N_DEFAULT
+    )
+    # Rebuild every summary from the kept originals instead of from the previous summary
+    # (compaction.core.regrounding; done anyway once the chain of summaries is deep).
+    compaction_reground = models.BooleanField(
+        _("rebuild summaries from the originals"),
+        default=False,
+        help_text=_(
+            "Every compaction summarizes the original messages again instead of updating the "
+            "previous summary; it happens anyway once summaries of summaries run three deep."
+        ),
+    )
+    # The search_history and read_history_message tools (recall over compacted originals).
+    search_history_enabled = models.BooleanField(
+        _("search the compacted history"),
+        default=True,
+        help_text=_(
+            "The agent may search and read the original messages that compaction replaced."
+        ),
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -115,13 +152,13 @@ class Agent(models.Model):
         ordering = ["name", "id"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(compaction_threshold_percent__gte=30)
-                & Q(compaction_threshold_percent__lte=95),
+                condition=Q(compaction_threshold_percent__gte=THRESHOLD_PERCENT_MIN)
+                & Q(compaction_threshold_percent__lte=THRESHOLD_PERCENT_MAX),
                 name="agent_threshold_30_95",
             ),
             models.CheckConstraint(
-                condition=Q(compaction_protect_first_n__gte=1)
-                & Q(compaction_protect_first_n__lte=10),
+                condition=Q(compaction_protect_first_n__gte=PROTECT_FIRST_N_MIN)
+                & Q(compaction_protect_first_n__lte=PROTECT_FIRST_N_MAX),
                 name="agent_protect_first_n_1_10",
             ),
             models.CheckConstraint(
@@ -132,6 +169,21 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """The rules the agent page, the API and the admin share (``agents.validation``)."""
+        validation.check_fields(
+            {
+                "compaction_threshold_percent": (
+                    validation.validate_threshold_percent,
+                    self.compaction_threshold_percent,
+                ),
+                "compaction_protect_first_n": (
+                    validation.validate_protect_first_n,
+                    self.compaction_protect_first_n,
+                ),
+            }
+        )
 
 
 class ChatSession(models.Model):
@@ -147,6 +199,15 @@ class ChatSession(models.Model):
     # DESIGN 5: the compaction lease (free, or held by one holder until it expires).
     compaction_lease_holder = models.CharField(max_length=64, blank=True)
     compaction_lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # A stop cancelled the compaction of this holder (its lease was taken back at once).
+    compaction_cancelled_holder = models.CharField(max_length=64, blank=True)
+    # The turn lease: the one process running this session's turn or socket compaction
+    # (``chat.control``); a message that arrives meanwhile waits, queued.
+    turn_lease_holder = models.CharField(max_length=64, blank=True)
+    turn_lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # A stop asked the turn of this holder to end (checked between steps and by its
+    # heartbeat, when the stop reached another process).
+    turn_stop_holder = models.CharField(max_length=64, blank=True)
     # DESIGN 9: runaway protection for automatic compaction.
     auto_compaction_paused_reason = models.CharField(max_length=200, blank=True)
     consecutive_compaction_failures = models.PositiveSmallIntegerField(default=0)
@@ -175,6 +236,11 @@ class Role(models.TextChoices):
     TOOL = "tool", _("tool")
 
 
+# ``metadata.systemType`` of the record of a chat turn that failed or was stopped (a
+# bubble with Retry on the page; never sent to a model).
+SYSTEM_TYPE_TURN = "turn_event"
+
+
 class Message(models.Model):
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
     # DESIGN 1: explicit order (``agents.positions``); a summary takes the position of the
@@ -195,6 +261,9 @@ class Message(models.Model):
     )
     is_compaction_summary = models.BooleanField(default=False)
     pruned_at = models.DateTimeField(null=True, blank=True)
+    # A user's message sent while a turn ran: stored at once, out of every history view
+    # until the next turn releases it to the end of the history.
+    queued_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("message")
@@ -206,6 +275,11 @@ class Message(models.Model):
                 fields=["session", "is_compaction_summary"], name="message_session_summary"
             ),
             models.Index(fields=["session", "position"], name="message_session_position"),
+            models.Index(
+                fields=["session"],
+                condition=Q(queued_at__isnull=False),
+                name="message_session_queued",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from agents.storable import storable_call_id, storable_text
 from agents.tools import ToolRegistry
 from compaction.core.types import Message, ToolCall
 from llm import LLMError, LLMRequest, Provider, StreamEnd, ToolCallReady, UsageReport
@@ -59,6 +60,17 @@ class RunFailed:
 RuntimeEvent = TextDelta | AssistantMessage | ToolResult | StepLimitReached | RunFailed
 
 
+def _storable_call(call: ToolCall) -> ToolCall:
+    """What a model or a tool hands the loop is made storable first (``agents.storable``),
+    so the history re-sent to the model is the one stored: a NUL or a lone surrogate would
+    fail the next request's body, and a long id is shortened alike in call and result."""
+    return ToolCall(
+        id=storable_call_id(call.id),
+        name=storable_text(call.name),
+        arguments=storable_text(call.arguments),
+    )
+
+
 async def run_agent(
     *,
     provider: Provider,
@@ -89,10 +101,11 @@ async def run_agent(
                 )
             ):
                 if isinstance(event, LLMTextDelta):
-                    text_parts.append(event.text)
-                    await on_event(TextDelta(event.text))
+                    delta = storable_text(event.text)
+                    text_parts.append(delta)
+                    await on_event(TextDelta(delta))
                 elif isinstance(event, ToolCallReady):
-                    tool_calls.append(event.call)
+                    tool_calls.append(_storable_call(event.call))
                 elif isinstance(event, UsageReport):
                     usage = Usage(event.input_tokens, event.output_tokens)
                 elif isinstance(event, StreamEnd):
@@ -101,14 +114,19 @@ async def run_agent(
             await on_event(RunFailed(exc.reason, str(exc)))
             return "error"
         text = "".join(text_parts)
-        assistant = AssistantMessage(text, tuple(tool_calls), usage)
+        # Calls over the step's caps keep their place (every call gets one result) but are
+        # not run, and their arguments are not stored or re-sent.
+        planned = tools.plan_step(tool_calls)
+        calls = tuple(call for call, _ in planned)
+        assistant = AssistantMessage(text, calls, usage)
         await on_event(assistant)
-        history.append(Message(role="assistant", content=text, tool_calls=tuple(tool_calls)))
-        if not tool_calls:
+        history.append(Message(role="assistant", content=text, tool_calls=calls))
+        if not calls:
             return "done"
-        for call in tool_calls:
-            outcome = await tools.execute(call)
-            await on_event(ToolResult(call.id, call.name, outcome.content, outcome.is_error))
-            history.append(Message(role="tool", content=outcome.content, tool_call_id=call.id))
+        for call, refusal in planned:
+            outcome = refusal if refusal is not None else await tools.execute(call)
+            content = storable_text(outcome.content)
+            await on_event(ToolResult(call.id, call.name, content, outcome.is_error))
+            history.append(Message(role="tool", content=content, tool_call_id=call.id))
     await on_event(StepLimitReached(max_steps))
     return "step_limit"

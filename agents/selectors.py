@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from datetime import datetime
+from typing import Any, Literal
 
-from django.db.models import QuerySet
+from django.db.models import Max, Min, QuerySet
+from django.utils import timezone
 
-from agents.models import ChatSession, Message, Role
+from agents.models import SYSTEM_TYPE_TURN, ChatSession, Message, Role
 
 HistoryView = Literal["compacted", "full"]
 HISTORY_VIEWS: tuple[HistoryView, ...] = ("compacted", "full")
@@ -18,11 +20,12 @@ def history_queryset(
     """Messages of one session in conversation order (DESIGN 1).
 
     ``compacted`` hides what a summary replaced and keeps the summaries; ``full``
-    returns everything, each summary right before the span it replaced.
+    returns everything, each summary right before the span it replaced. Neither has a
+    queued message (``queued_messages``) until a turn releases it.
     """
     if view not in HISTORY_VIEWS:
         raise ValueError(f"unknown history view {view!r}; expected 'compacted' or 'full'")
-    qs = Message.objects.filter(session=session)
+    qs = Message.objects.filter(session=session, queued_at__isnull=True)
     if view == "compacted":
         qs = qs.filter(compacted_at__isnull=True)
     if not include_events:
@@ -44,6 +47,69 @@ def llm_history_load(*, session: ChatSession) -> list[Message]:
 def model_visible(*, session: ChatSession) -> QuerySet[Message]:
     """What a model may see, unordered (for sums and counts): the compacted view without
     system event records — the rows ``llm_history_load`` returns in order."""
-    return Message.objects.filter(session=session, compacted_at__isnull=True).exclude(
-        role=Role.SYSTEM, metadata__has_key="systemType"
+    return Message.objects.filter(
+        session=session, compacted_at__isnull=True, queued_at__isnull=True
+    ).exclude(role=Role.SYSTEM, metadata__has_key="systemType")
+
+
+def queued_messages(*, session: ChatSession) -> list[Message]:
+    """The user's messages waiting for the running turn to end, oldest first."""
+    return list(
+        Message.objects.filter(session=session, queued_at__isnull=False).order_by("position", "id")
+    )
+
+
+def queued_since(*, session_id: Any) -> datetime | None:
+    """When the oldest message still queued in the session was sent (None: none is)."""
+    return Message.objects.filter(session_id=session_id, queued_at__isnull=False).aggregate(
+        since=Min("queued_at")
+    )["since"]
+
+
+def last_position(*, session: ChatSession) -> int | None:
+    """The highest position stored in the session (queued messages included)."""
+    return Message.objects.filter(session=session).aggregate(last=Max("position"))["last"]
+
+
+def retryable_turn_event(*, session: ChatSession) -> Message | None:
+    """The record of the session's last failed or stopped turn, when nothing the model sees
+    was stored after it (then a retry runs that turn again)."""
+    event = (
+        Message.objects.filter(
+            session=session,
+            role=Role.SYSTEM,
+            compacted_at__isnull=True,
+            metadata__systemType=SYSTEM_TYPE_TURN,
+        )
+        .order_by("-position", "-id")
+        .first()
+    )
+    if event is None or event.metadata.get("status") not in {"failed", "stopped"}:
+        return None
+    if model_visible(session=session).filter(position__gt=event.position).exists():
+        return None
+    return event
+
+
+def turn_lease_expiry(*, session_id: Any) -> tuple[str, datetime] | None:
+    """The holder of the session's turn lease and when it expires; None when it is free."""
+    row = (
+        ChatSession.objects.filter(pk=session_id)
+        .values_list("turn_lease_holder", "turn_lease_expires_at")
+        .first()
+    )
+    if row is None or not row[0] or row[1] is None or row[1] <= timezone.now():
+        return None
+    return row[0], row[1]
+
+
+def compaction_running(*, session_id: Any) -> bool:
+    """A compaction of the session holds its compaction lease now."""
+    return (
+        ChatSession.objects.filter(
+            pk=session_id,
+            compaction_lease_expires_at__gt=timezone.now(),
+        )
+        .exclude(compaction_lease_holder="")
+        .exists()
     )

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import logging
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from agents.models import Agent, ChatSession, Message, Role
-from agents.positions import next_positions
+from agents.models import SYSTEM_TYPE_TURN, Agent, ChatSession, Message, Role
+from agents.positions import advance_past, next_positions
+from agents.selectors import last_position
+from agents.storable import storable_call_id, storable_json, storable_text, storable_tool_call
+from agents.tools import session_workspace_root
 from compaction.core.tokens import estimate_tokens
 from compaction.core.types import Message as CoreMessage
 from compaction.core.types import ToolCall
 
 SYSTEM_TYPE_COMPACTION = "compaction_event"
+
+log = logging.getLogger(__name__)
 
 
 class SpanChanged(RuntimeError):
@@ -25,7 +32,24 @@ class SpanChanged(RuntimeError):
 
 
 def session_create(*, owner: Any, agent: Agent, title: str = "") -> ChatSession:
-    return ChatSession.objects.create(owner=owner, agent=agent, title=title[:200])
+    return ChatSession.objects.create(owner=owner, agent=agent, title=storable_text(title)[:200])
+
+
+def session_delete(*, session: ChatSession) -> None:
+    """Delete a session, its messages and its tool workspace (the folder goes once the
+    deletion is committed, so a rolled-back delete keeps its files)."""
+    root = session_workspace_root(session.pk)
+    session.delete()
+
+    def remove_workspace() -> None:
+        try:
+            shutil.rmtree(root)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            log.warning("could not remove the workspace of deleted session %s", root.name)
+
+    transaction.on_commit(remove_workspace)
 
 
 def tool_calls_to_json(tool_calls: Iterable[ToolCall]) -> list[dict[str, str]]:
@@ -55,8 +79,16 @@ def message_append(
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     record_usage: bool = False,
+    queued: bool = False,
 ) -> Message:
     """Store one message at the end of the session, with its token estimate.
+
+    Whatever the text, it is stored (``agents.storable``): NUL as U+FFFD, a lone surrogate
+    as its escape, a tool-call id over the column's 200 characters shortened the same way in
+    the assistant's call and in its result.
+
+    ``queued``: a user's message sent while a turn runs; it stays out of every history
+    view until ``turn_start`` releases it.
 
     ``record_usage``: the message is the answer to a model call whose ``input_tokens`` and
     ``output_tokens`` the provider reported; the session's usage counters (the meter's
@@ -68,16 +100,19 @@ def message_append(
         if input_tokens is None or output_tokens is None:
             raise ValueError("record_usage needs input_tokens and output_tokens")
         usage = (input_tokens, output_tokens)
+    content = storable_text(content)
+    tool_calls = [storable_tool_call(c) for c in tool_calls]
     message = Message(
         session=session,
         role=role,
         content=content,
-        tool_calls=list(tool_calls),
-        tool_call_id=tool_call_id or "",
-        metadata=metadata or {},
+        tool_calls=tool_calls,
+        tool_call_id=storable_call_id(tool_call_id or ""),
+        metadata=storable_json(metadata or {}),
         token_estimate=_estimate(role, content, tool_calls),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        queued_at=timezone.now() if queued else None,
     )
     message.position = next_positions()
     if usage is None:
@@ -94,19 +129,21 @@ def message_append(
     return message
 
 
-def user_message_append(*, session: ChatSession, content: str) -> Message:
+def user_message_append(*, session: ChatSession, content: str, queued: bool = False) -> Message:
     """A user's chat message; the session moves to the top of its owner's list, and a
-    session without a title takes the message's first words."""
-    stored = message_append(session=session, role=Role.USER, content=content)
+    session without a title takes the message's first words. ``queued``: sent while a
+    turn runs (see ``message_append``)."""
+    stored = message_append(session=session, role=Role.USER, content=content, queued=queued)
     changes: dict[str, Any] = {"updated_at": timezone.now()}
     if not session.title:
-        session.title = changes["title"] = content.strip()[:60]
+        session.title = changes["title"] = stored.content.strip()[:60]
     ChatSession.objects.filter(pk=session.pk).update(**changes)
     return stored
 
 
 def messages_bulk_append(*, session: ChatSession, rows: Sequence[dict[str, Any]]) -> list[Message]:
-    """Append many messages in one transaction (imports); same shape as message_append."""
+    """Append many messages in one transaction (imports); same shape and the same storable
+    text as message_append."""
     with transaction.atomic():
         first = next_positions(len(rows)) if rows else 0
         objs = []
@@ -114,17 +151,18 @@ def messages_bulk_append(*, session: ChatSession, rows: Sequence[dict[str, Any]]
             role = row["role"]
             if role not in Role.values:
                 raise ValueError(f"unknown role {role!r}")
-            calls = list(row.get("tool_calls") or [])
+            calls = [storable_tool_call(c) for c in row.get("tool_calls") or []]
+            content = storable_text(row.get("content") or "")
             objs.append(
                 Message(
                     session=session,
                     position=first + offset,
                     role=role,
-                    content=row.get("content") or "",
+                    content=content,
                     tool_calls=calls,
-                    tool_call_id=row.get("tool_call_id") or "",
-                    metadata=row.get("metadata") or {},
-                    token_estimate=_estimate(role, row.get("content") or "", calls),
+                    tool_call_id=storable_call_id(row.get("tool_call_id") or ""),
+                    metadata=storable_json(row.get("metadata") or {}),
+                    token_estimate=_estimate(role, content, calls),
                 )
             )
         return Message.objects.bulk_create(objs, batch_size=500)
@@ -167,6 +205,10 @@ def compaction_apply(
     """
     compacted_ids = sorted(set(compacted_ids))
     pruned_ids = sorted(set(pruned_ids) - set(compacted_ids))
+    if summary_content is not None:
+        summary_content = storable_text(summary_content)
+    event_content = storable_text(event_content)
+    event_payload = storable_json(event_payload)
     now = timezone.now()
     with transaction.atomic():
         locked = ChatSession.objects.select_for_update().get(pk=session.pk)
@@ -187,7 +229,7 @@ def compaction_apply(
                 role=Role.USER,
                 content=summary_content,
                 is_compaction_summary=True,
-                metadata=summary_metadata or {},
+                metadata=storable_json(summary_metadata or {}),
                 token_estimate=_estimate(Role.USER, summary_content, ()),
             )
             Message.objects.filter(pk__in=compacted_ids).update(
@@ -252,9 +294,141 @@ def compaction_lease_held(*, session: ChatSession, holder: str) -> bool:
     return ChatSession.objects.filter(pk=session.pk, compaction_lease_holder=holder).exists()
 
 
-def compaction_lease_release(*, session: ChatSession, holder: str) -> None:
-    ChatSession.objects.filter(pk=session.pk, compaction_lease_holder=holder).update(
+def compaction_lease_release(*, session: ChatSession, holder: str) -> bool:
+    """Free the lease if ``holder`` still has it; False when it had lost it (a stop took it
+    back, or it expired and another holder took it)."""
+    released = ChatSession.objects.filter(pk=session.pk, compaction_lease_holder=holder).update(
         compaction_lease_holder="", compaction_lease_expires_at=None
+    )
+    return released == 1
+
+
+def compaction_was_cancelled(*, session: ChatSession, holder: str) -> bool:
+    """A stop took this holder's lease back (``session_stop``)."""
+    return ChatSession.objects.filter(pk=session.pk, compaction_cancelled_holder=holder).exists()
+
+
+# --- the turn lease and queued input (``chat.control``) ------------------------------
+
+TurnLeaseState = Literal["held", "stop", "lost"]
+
+
+def turn_lease_acquire(*, session_id: Any, holder: str, seconds: float) -> bool:
+    """One conditional UPDATE: free or expired → ``holder``'s for ``seconds``."""
+    now = timezone.now()
+    taken = (
+        ChatSession.objects.filter(pk=session_id)
+        .filter(
+            Q(turn_lease_holder="")
+            | Q(turn_lease_expires_at__isnull=True)
+            | Q(turn_lease_expires_at__lt=now)
+        )
+        .update(
+            turn_lease_holder=holder,
+            turn_lease_expires_at=now + timedelta(seconds=seconds),
+            turn_stop_holder="",
+        )
+    )
+    return taken == 1
+
+
+def turn_lease_renew(*, session_id: Any, holder: str, seconds: float) -> TurnLeaseState:
+    """Extend ``holder``'s lease: ``held``; ``stop`` when a stop asked its work to end (the
+    lease is extended all the same); ``lost`` when it is someone else's."""
+    until = timezone.now() + timedelta(seconds=seconds)
+    mine = ChatSession.objects.filter(pk=session_id, turn_lease_holder=holder)
+    if mine.exclude(turn_stop_holder=holder).update(turn_lease_expires_at=until):
+        return "held"
+    return "stop" if mine.update(turn_lease_expires_at=until) else "lost"
+
+
+def turn_lease_release(*, session_id: Any, holder: str) -> None:
+    ChatSession.objects.filter(pk=session_id, turn_lease_holder=holder).update(
+        turn_lease_holder="", turn_lease_expires_at=None, turn_stop_holder=""
+    )
+
+
+def turn_start(*, session: ChatSession, release_queued: bool = True) -> list[Message]:
+    """Right after the turn lease is taken: this process continues after the session's last
+    position, and the messages queued while the last turn ran move to the end of the
+    history, in the order they were sent (the new turn answers them)."""
+    advance_past(last_position(session=session))
+    if not release_queued:
+        return []
+    with transaction.atomic():
+        queued = list(
+            Message.objects.filter(session=session, queued_at__isnull=False).order_by(
+                "position", "id"
+            )
+        )
+        if not queued:
+            return []
+        first = next_positions(len(queued))
+        for offset, message in enumerate(queued):
+            message.position = first + offset
+            message.queued_at = None
+        Message.objects.bulk_update(queued, ["position", "queued_at"])
+    return queued
+
+
+@dataclass(frozen=True, slots=True)
+class StopSignals:
+    """What a stop reached: the holder of the turn lease asked to stop, the holder of the
+    compaction lease whose lease was taken back (cancelled)."""
+
+    turn_holder: str = ""
+    compaction_holder: str = ""
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.turn_holder or self.compaction_holder)
+
+
+def session_stop(*, session_id: Any) -> StopSignals:
+    """Ask whatever runs in the session to stop, wherever it runs: the turn's holder is
+    flagged (its process also hears it on the channel layer), a compaction's lease is
+    taken back at once (its worker thread writes nothing after that) and the session is
+    free for the next compaction."""
+    now = timezone.now()
+    row = (
+        ChatSession.objects.filter(pk=session_id)
+        .values(
+            "turn_lease_holder",
+            "turn_lease_expires_at",
+            "compaction_lease_holder",
+            "compaction_lease_expires_at",
+        )
+        .first()
+    )
+    if row is None:
+        return StopSignals()
+    turn = compaction = ""
+    holder, until = row["compaction_lease_holder"], row["compaction_lease_expires_at"]
+    if holder and until is not None and until > now:
+        if ChatSession.objects.filter(pk=session_id, compaction_lease_holder=holder).update(
+            compaction_lease_holder="",
+            compaction_lease_expires_at=None,
+            compaction_cancelled_holder=holder,
+        ):
+            compaction = holder
+    holder, until = row["turn_lease_holder"], row["turn_lease_expires_at"]
+    if holder and until is not None and until > now:
+        if ChatSession.objects.filter(pk=session_id, turn_lease_holder=holder).update(
+            turn_stop_holder=holder
+        ):
+            turn = holder
+    return StopSignals(turn, compaction)
+
+
+def turn_event_append(
+    *, session: ChatSession, status: str, reason: str, error: str, payload: dict[str, Any]
+) -> Message:
+    """The record of a turn that failed or was stopped (the page's bubble with Retry)."""
+    return system_event_append(
+        session=session,
+        system_type=SYSTEM_TYPE_TURN,
+        content=error,
+        payload={"status": status, "reason": reason, "error": error, **payload},
     )
 
 

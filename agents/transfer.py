@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from agents.message_format import MessageFormatError, message_to_json, parse_openai_messages
 from agents.models import Agent, ChatSession
 from agents.selectors import history_load
 from agents.services import messages_bulk_append, session_create
+from agents.storable import has_unstorable
 
 
 class SessionIOError(ValueError):
@@ -35,29 +36,51 @@ def _user(username: str | None) -> Any:
 def session_import(
     *, path: Path, agent_id: int, username: str | None = None, title: str | None = None
 ) -> tuple[ChatSession, int]:
+    """A new session holding the messages of ``path``; anything wrong is a one-line
+    ``SessionIOError`` and writes nothing. Tool-call ids over 200 characters are stored
+    shortened, call and result alike (``agents.storable``)."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SessionIOError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise SessionIOError(f"cannot read {path}: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SessionIOError(f"{path} is not valid UTF-8 JSON: {exc}") from None
+    except RecursionError:
+        raise SessionIOError(f"{path} is nested too deeply to be a message list") from None
     try:
         rows = parse_openai_messages(raw)
     except MessageFormatError as exc:
         raise SessionIOError(str(exc)) from None
+    except RecursionError:
+        raise SessionIOError("a message is nested too deeply") from None
     for index, row in enumerate(rows):
-        try:
-            json.dumps(row, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            raise SessionIOError(f"message {index}: contains invalid Unicode") from None
+        _check_text(index, row)
     agent = Agent.objects.filter(pk=agent_id).first()
     if agent is None:
         raise SessionIOError(f"no agent with id {agent_id}")
     user = _user(username)
-    with transaction.atomic():
-        session = session_create(owner=user, agent=agent, title=title or path.stem)
-        messages_bulk_append(session=session, rows=rows)
+    try:
+        with transaction.atomic():
+            session = session_create(owner=user, agent=agent, title=title or path.stem)
+            messages_bulk_append(session=session, rows=rows)
+    except DatabaseError as exc:
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SessionIOError(f"the session could not be stored: {first_line}") from None
     return session, len(rows)
+
+
+def _check_text(index: int, row: dict[str, Any]) -> None:
+    """Refuse what no database stores, naming the message (a NUL, a lone surrogate)."""
+    texts = [row.get("content") or "", row.get("tool_call_id") or ""]
+    for call in row.get("tool_calls") or ():
+        texts += [str(v) for v in call.values()]
+    for text in texts:
+        if "\x00" in text:
+            raise SessionIOError(f"message {index}: contains a NUL character")
+        if has_unstorable(text):
+            raise SessionIOError(f"message {index}: contains invalid Unicode")
 
 
 def session_export(*, session: ChatSession, view: str) -> list[dict[str, Any]]:

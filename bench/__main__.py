@@ -12,7 +12,13 @@ import sys
 
 
 def main() -> int:
-    modules = ["bench.compaction_core", "bench.chat_turn", "bench.sdk_request"]
+    modules = [
+        "bench.compaction_core",
+        "bench.compaction_fidelity",
+        "bench.chat_turn",
+        "bench.sdk_request",
+        "bench.recall_search",
+    ]
     if os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL"):
         modules.append("bench.ws_load")
     else:

@@ -20,15 +20,13 @@ import argparse
 import asyncio
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from bench.report import write_section
-
-ROOT = Path(__file__).resolve().parents[1]
+from scripted_llm import ScriptedLLMServer
 
 
 def _configure_database() -> None:
@@ -163,11 +161,8 @@ def _median_ms(samples: list[float]) -> float:
 
 
 def run(sizes: list[int], turns: int) -> list[dict[str, float]]:
-    sys.path.insert(0, str(ROOT))
     _configure_database()
     _prepare_database()
-    from tests.support.llm_server import ScriptedLLMServer
-
     counter = QueryCounter()
     counter.install()
     clock = ModelClock()

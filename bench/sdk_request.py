@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 from bench.report import write_section
+from scripted_llm import ScriptedLLMServer
 
-ROOT = Path(__file__).resolve().parents[1]
 HEADING = "## Model request overhead"
 
 
@@ -139,9 +139,6 @@ async def _measure_transports(base_url: str, in_flight: int, batches: int) -> di
 
 
 def run(sizes: list[int], calls: int) -> list[tuple[int, float, float]]:
-    sys.path.insert(0, str(ROOT))
-    from tests.support.llm_server import ScriptedLLMServer
-
     rows = []
     with ScriptedLLMServer() as server:
         for size in sizes:
@@ -152,9 +149,6 @@ def run(sizes: list[int], calls: int) -> list[tuple[int, float, float]]:
 
 
 def run_transports(levels: list[int], batches: int) -> list[tuple[int, dict[str, float]]]:
-    sys.path.insert(0, str(ROOT))
-    from tests.support.llm_server import ScriptedLLMServer
-
     rows = []
     with ScriptedLLMServer() as server:
         for in_flight in levels:

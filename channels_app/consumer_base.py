@@ -20,6 +20,7 @@ from django.conf import settings
 
 from agents.broadcast import session_group
 from agents.events import ErrorEvent, ServerEvent, event_from_layer
+from channels_app.framing import frames, outgoing_limit
 from channels_app.protocol import ClientFrame, ProtocolError, parse_client_frame
 
 
@@ -40,7 +41,11 @@ class EventSocketConsumer(AsyncWebsocketConsumer):
         await self.send_event(event_from_layer(message))
 
     async def send_event(self, event: ServerEvent) -> None:
-        await self.send(text_data=self.encode(event))
+        """``event`` in frames that fit the frame limit (``channels_app.framing``): a frame
+        over Daphne's 1 MiB would close the socket."""
+        limit = outgoing_limit(settings.NETACLAW["MAX_FRAME_BYTES"])
+        for frame in frames(event, self.encode, limit):
+            await self.send(text_data=frame)
 
     def encode(self, event: ServerEvent) -> str:
         return json.dumps(event.to_json(), ensure_ascii=False)

@@ -8,7 +8,6 @@ sends the same events as HTML fragments for the HTMX chat page at
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -18,11 +17,13 @@ from django.utils import translation
 
 from agents.access import SessionNotFound, session_for_user
 from agents.events import ErrorEvent, ServerEvent
+from channels_app.auth import RevocableSocket
 from channels_app.consumer_base import EventSocketConsumer
 from channels_app.gateway import gateway
 from channels_app.html_encoder import render_event_html
-from channels_app.protocol import ChatFrame
-from chat.turn import store_chat_message
+from channels_app.protocol import ChatFrame, RetryFrame, StopFrame
+from chat import control
+from chat.turn import accept_chat
 
 logger = logging.getLogger(__name__)
 
@@ -37,16 +38,18 @@ def _owned_session_id(user: Any, session_id: str) -> str | None:
         return None
 
 
-class ChatConsumer(EventSocketConsumer):
+class ChatConsumer(RevocableSocket, EventSocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         self.user = user
+        await self.join_user_group(user)  # closed when the user's access ends
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        await self.leave_user_group()
         await self.leave_groups()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -54,27 +57,45 @@ class ChatConsumer(EventSocketConsumer):
         if frame is None:
             return
         if isinstance(frame, ChatFrame):
-            # The access check, the store and (when nothing else is queued for the session)
-            # the turn's reads are one trip to the database.
-            idle = gateway.is_idle(_canonical(frame.session_id))
-            stored = await store_chat_message(self.user, frame.session_id, frame.content, idle)
-            if stored is None:
+            # The access check, the store, the session's turn lease and (when it was free)
+            # the turn's reads are one trip to the database; else the message is queued.
+            accepted = await accept_chat(
+                self.user,
+                frame.session_id,
+                frame.content,
+                control.new_holder(control.TURN),
+                control.lease_seconds(),
+            )
+            if accepted is None:
                 await self.refuse_session(frame.session_id)
                 return
-            await self.join_group(stored.session_id)
-            await gateway.submit_stored_chat(
-                session_id=stored.session_id,
-                user_message=stored.user_message,
-                reply=self.send_event,
-                prepared=stored.prepared,
-            )
+            await self.join_group(accepted.session_id)
+            await gateway.submit_chat(accepted, self.send_event)
+            return
+        if isinstance(frame, StopFrame):
+            stop = await control.request_stop(self.user, frame.session_id)
+            if stop.session_id is None:
+                await self.refuse_session(frame.session_id)
+                return
+            await self.join_group(stop.session_id)
+            if stop.refusal is not None:
+                await self.send_event(stop.refusal)
             return
         session_id = await self.join_session(frame.session_id)
         if session_id is None:
             return
+        if isinstance(frame, RetryFrame):
+            await gateway.submit_retry(session_id=session_id, reply=self.send_event)
+            return
         await gateway.submit_compact(
             session_id=session_id, instructions=frame.instructions, reply=self.send_event
         )
+
+    async def session_control(self, message: dict[str, Any]) -> None:
+        """Channel-layer handler: a stop for the turn that runs in this process, if it does
+        (``chat.control``); nothing is sent to the client."""
+        if message.get("action") == "stop":
+            control.stop_here(str(message.get("session_id", "")), str(message.get("holder", "")))
 
     async def join_session(self, raw_session_id: str) -> str | None:
         """Access check through the one gate; unknown and foreign look the same."""
@@ -104,14 +125,6 @@ class ChatHtmlConsumer(ChatConsumer):
 
     def encode(self, event: ServerEvent) -> str:
         return render_event_html(event, language=self.language)
-
-
-def _canonical(raw_session_id: str) -> str:
-    """The runner key of a session id as a client may spell it ("" when it is no UUID)."""
-    try:
-        return str(uuid.UUID(raw_session_id))
-    except (ValueError, TypeError, AttributeError):
-        return ""
 
 
 def _language(scope: dict[str, Any]) -> str:

@@ -1,36 +1,41 @@
-"""When each session's work runs: one ordered queue per session (seed §2, §9).
+"""When each session's work runs (seed §2, §9; issue 14).
 
-Each process keeps a runner per active session: its chat turns and compactions run one at
-a time, in the order they arrived (a message sent during a compaction waits). What a turn
-or a compaction does is ``chat.turn`` and ``compaction.service``; across processes the
-compaction lease in the database (DESIGN 5) keeps one session from being compacted twice.
+A session's chat turns and socket compactions run one at a time across every process:
+whoever holds the session's turn lease (``chat.control``) runs them. A chat message that
+arrives meanwhile is stored queued (``chat.turn.accept_chat``) and answered by the next
+turn, which releases it after the running turn's last message. This module keeps, per
+process, one worker per session with work here: it runs what this process took the lease
+for, then — after releasing the lease — looks for queued messages and takes the lease
+again for them; a compaction asked for here while the lease is held waits here, in order
+of arrival with the queued messages. A process that stored a queued message watches the
+lease too, so a message queued behind a holder that died is answered once its lease
+expires. What a turn or a compaction does is ``chat.turn`` and ``compaction.service``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
-from django.utils.translation import gettext as _
+from django.utils import timezone
 
 from agents.broadcast import apublish
 from agents.events import CompactionSkipped, ErrorEvent, MessageStored, ServerEvent
-from chat import turn
+from agents.reasons import wire_text
+from chat import control, turn
 from compaction import service as compaction
 
 logger = logging.getLogger(__name__)
 
 Reply = Callable[[ServerEvent], Awaitable[None]]
 
-
-@dataclass(frozen=True, slots=True)
-class ChatJob:
-    session_id: str
-    reply: Reply
-    prepared: turn.PreparedTurn | None = None  # read with the store; valid if nothing queued
+# How often a compaction asked for here looks for the lease another process holds.
+POLL_SECONDS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,21 +43,32 @@ class CompactJob:
     session_id: str
     instructions: str | None
     reply: Reply
+    at: float = field(default_factory=time.time)
 
 
-Job = ChatJob | CompactJob
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One piece of work under a held lease."""
+
+    kind: Literal["turn", "compact", "retry"]
+    lease: control.TurnLease
+    prepared: turn.PreparedTurn | None = None
+    job: CompactJob | None = None
+    reply: Reply | None = None
 
 
 @dataclass
 class SessionRunner:
     session_id: str
-    queue: asyncio.Queue[Job] = field(default_factory=asyncio.Queue)
+    ready: deque[Unit] = field(default_factory=deque)  # leases taken on arrival
+    waiting: deque[CompactJob] = field(default_factory=deque)  # compactions for the lease
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-    compaction_queued: bool = False
+    compaction_asked: bool = False  # a compaction asked for here has not started yet
 
 
 class Gateway:
-    """Per-process registry of session runners."""
+    """Per-process registry of session workers."""
 
     def __init__(self) -> None:
         self._runners: dict[str, SessionRunner] = {}
@@ -64,81 +80,172 @@ class Gateway:
         return runner
 
     def is_idle(self, session_id: str) -> bool:
-        """Nothing queued or running for this session in this process."""
+        """No work of this session runs or waits in this process."""
         runner = self._runners.get(session_id)
-        return runner is None or (
-            runner.queue.empty() and (runner.task is None or runner.task.done())
-        )
+        return runner is None or runner.task is None or runner.task.done()
 
-    async def submit_stored_chat(
-        self,
-        *,
-        session_id: str,
-        user_message: dict[str, Any],
-        reply: Reply,
-        prepared: turn.PreparedTurn | None = None,
-    ) -> None:
-        """Announce a user's message already stored; its turn waits its turn in the queue
-        (``prepared`` is dropped when something got in first: it is read again)."""
-        await apublish(session_id, MessageStored(session_id, user_message))
-        if not self.is_idle(session_id):
-            prepared = None
-        self._enqueue(ChatJob(session_id, reply, prepared))
+    async def submit_chat(self, accepted: turn.AcceptedChat, reply: Reply) -> None:
+        """Announce a stored chat message (queued, or released with the ones before it);
+        when it took the lease, its turn runs next here."""
+        sid = accepted.session_id
+        for message in accepted.messages:
+            await apublish(sid, MessageStored(sid, message))
+        runner = self.runner(sid)
+        if accepted.holder:
+            lease = control.TurnLease(sid, accepted.holder)
+            await lease.start()
+            runner.ready.append(Unit("turn", lease, accepted.prepared, reply=reply))
+        self._ensure_worker(runner)
 
     async def submit_compact(
         self, *, session_id: str, instructions: str | None, reply: Reply
     ) -> None:
         runner = self.runner(session_id)
-        if compaction.is_compacting_here(session_id) or runner.compaction_queued:
+        if compaction.is_compacting_here(session_id) or runner.compaction_asked:
             await _safe_reply(reply, _skipped(session_id))
             return
-        runner.compaction_queued = True
-        self._enqueue(CompactJob(session_id, instructions, reply))
+        job = CompactJob(session_id, instructions, reply)
+        lease = await control.try_acquire(session_id, control.COMPACT)
+        if lease is None and await control.compaction_elsewhere(session_id):
+            await _safe_reply(reply, _skipped(session_id))
+            return
+        runner = self.runner(session_id)  # the await may have retired the old one
+        runner.compaction_asked = True
+        if lease is not None:
+            await lease.start()
+            runner.ready.append(Unit("compact", lease, job=job, reply=reply))
+        else:  # a turn holds the session: the compaction follows it
+            runner.waiting.append(job)
+            runner.wake.set()
+        self._ensure_worker(runner)
 
-    def _enqueue(self, job: Job) -> None:
-        runner = self.runner(job.session_id)
-        runner.queue.put_nowait(job)
+    async def submit_retry(self, *, session_id: str, reply: Reply) -> None:
+        """Run the last failed or stopped turn again; refused while work runs."""
+        lease = await control.try_acquire(session_id, control.TURN)
+        if lease is None:
+            busy = ErrorEvent(wire_text("turn_in_progress"), "turn_in_progress", session_id)
+            await _safe_reply(reply, busy)
+            return
+        await lease.start()
+        runner = self.runner(session_id)
+        runner.ready.append(Unit("retry", lease, reply=reply))
+        self._ensure_worker(runner)
+
+    def _ensure_worker(self, runner: SessionRunner) -> None:
+        runner.wake.set()
         if runner.task is None or runner.task.done():
-            runner.task = asyncio.get_running_loop().create_task(self._drain(runner))
+            runner.task = asyncio.get_running_loop().create_task(self._work(runner))
 
-    async def _drain(self, runner: SessionRunner) -> None:
-        while not runner.queue.empty():
-            job = runner.queue.get_nowait()
+    async def _work(self, runner: SessionRunner) -> None:
+        try:
+            while True:
+                unit = await self._next_unit(runner)
+                if unit is None:
+                    return
+                try:
+                    await self._run(runner, unit)
+                except Exception:
+                    logger.exception("work of session %s failed", runner.session_id)
+                    if unit.reply is not None:
+                        failed = ErrorEvent(
+                            wire_text("internal_error"), "internal_error", runner.session_id
+                        )
+                        await _safe_reply(unit.reply, failed)
+                finally:
+                    # released first, then the queue is looked at (``_next_unit``): a
+                    # message stored meanwhile is either seen there or takes the lease itself
+                    await unit.lease.release()
+        finally:
+            for unit in runner.ready:  # only when this task was cancelled
+                await unit.lease.release()
+            if self._runners.get(runner.session_id) is runner:
+                del self._runners[runner.session_id]
+
+    async def _next_unit(self, runner: SessionRunner) -> Unit | None:
+        """The next piece of work, its lease taken; None when the session has none left.
+
+        Without a lease taken on arrival: a compaction asked for here or the queued
+        messages, whichever came first; when another holder has the lease, wait for it
+        (our compaction polls; queued messages are looked at again when its lease
+        expires, in case it died — a live holder answers them itself)."""
+        sid = runner.session_id
+        while True:
+            if runner.ready:
+                return runner.ready.popleft()
+            runner.wake.clear()
+            since = await control.earliest_queued(session_id=sid)
+            if runner.ready:
+                return runner.ready.popleft()
+            job = runner.waiting[0] if runner.waiting else None
+            if job is None and since is None:
+                return None
+            compact_first = job is not None and (since is None or job.at <= since.timestamp())
+            kind = control.COMPACT if compact_first else control.TURN
+            lease = await control.try_acquire(sid, kind)
+            if lease is not None:
+                await lease.start()
+                if compact_first and job is not None:
+                    runner.waiting.popleft()
+                    return Unit("compact", lease, job=job, reply=job.reply)
+                return Unit("turn", lease)
+            expiry = await control.lease_expiry(sid)
+            wait = 0.05 if expiry is None else (expiry - timezone.now()).total_seconds() + 0.05
+            if job is not None:
+                wait = min(wait, POLL_SECONDS)
             try:
-                if isinstance(job, CompactJob):
-                    runner.compaction_queued = False
-                    await _manual_compaction(job)
-                else:
-                    await turn.run_chat_turn(job.session_id, job.prepared)
-            except Exception:
-                logger.exception("job for session %s failed", runner.session_id)
-                await _safe_reply(
-                    job.reply,
-                    ErrorEvent(
-                        error=_("Something went wrong on the server; the chat can go on."),
-                        reason="internal_error",
-                        session_id=runner.session_id,
-                    ),
-                )
-        if self._runners.get(runner.session_id) is runner and runner.queue.empty():
-            del self._runners[runner.session_id]
+                await asyncio.wait_for(runner.wake.wait(), timeout=max(wait, 0.05))
+            except TimeoutError:
+                pass
+
+    async def _run(self, runner: SessionRunner, unit: Unit) -> None:
+        sid = runner.session_id
+        lease = unit.lease
+        if unit.kind == "compact":
+            assert unit.job is not None
+            runner.compaction_asked = False
+            await _manual_compaction(unit.job, lease)
+            return
+        prepared = unit.prepared
+        if unit.kind == "retry":
+            prepared = await turn.prepare_retry(sid)
+            if prepared is None:
+                refusal = ErrorEvent(wire_text("nothing_to_retry"), "nothing_to_retry", sid)
+                if unit.reply is not None:
+                    await _safe_reply(unit.reply, refusal)
+                return
+        elif prepared is None:
+            released, prepared = await turn.start_queued_turn(sid)
+            for message in released:
+                await apublish(sid, MessageStored(sid, message))
+            if prepared is None:
+                return  # nothing was queued any more
+        await turn.ChatTurn(prepared, lease.stop, lease.holder).run()
 
 
-async def _manual_compaction(job: CompactJob) -> None:
-    outcome = await compaction.acompact(
-        job.session_id, reason="manual", instructions=job.instructions
+async def _manual_compaction(job: CompactJob, lease: control.TurnLease) -> None:
+    """A ``compact`` frame's compaction, under the turn lease (a chat sent meanwhile is
+    queued). A stop ends it at once: the worker thread writes nothing after the cancel."""
+    task = asyncio.ensure_future(
+        compaction.acompact(
+            job.session_id, reason="manual", instructions=job.instructions, cancel=lease.stop.cancel
+        )
     )
-    if outcome.status == "skipped":
+    stop = asyncio.ensure_future(lease.stop.event.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+        if not task.done():  # stopped (or this task was cancelled): do not wait for it
+            task.cancel()
+            await asyncio.wait({task})
+    outcome = None if task.cancelled() else task.result()
+    if outcome is not None and outcome.status == "skipped":
         await _safe_reply(job.reply, _skipped(job.session_id))
     await apublish(job.session_id, await turn.read_token_update(job.session_id))
 
 
 def _skipped(session_id: str) -> CompactionSkipped:
-    return CompactionSkipped(
-        session_id=session_id,
-        reason="in_progress",
-        error=_("A compaction of this session is already in progress; this request was skipped."),
-    )
+    return CompactionSkipped(session_id, "in_progress", wire_text("in_progress"))
 
 
 async def _safe_reply(reply: Reply, event: ServerEvent) -> None:

@@ -19,7 +19,11 @@ Ids the page provides and the frames target:
                             ``data-compacting``
 ``#compaction-status``      replaced: holds the 「正在压缩上下文...」 bubble
                             ``#compaction-pending`` while a compaction runs
-``#turn-status``            replaced (TurnDone, ErrorEvent): ``data-busy="false"``
+``#turn-status``            replaced (TurnDone, ErrorEvent): ``data-busy="false"``; a
+                            user's message released into the history: ``"true"``
+``#queued``                 ``beforeend``: a message sent while a turn runs, as a chip
+                            under it (the page removes the chip when the message
+                            arrives in ``#messages``)
 ``#notices``                ``beforeend``: alerts (ErrorEvent, CompactionSkipped)
 ==========================  ========================================================
 """
@@ -32,7 +36,6 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils import translation
 from django.utils.html import escape
-from django.utils.translation import pgettext_lazy
 
 from agents.events import (
     CompactionDone,
@@ -46,48 +49,11 @@ from agents.events import (
     TokenUpdate,
     TurnDone,
 )
+from agents.reasons import user_text
 from agents.services import SYSTEM_TYPE_COMPACTION
-from web.presentation import (
-    EventView,
-    failure_text,
-    message_view,
-    meter_view,
-    saved_percent,
-)
+from web.presentation import EventView, MeterView, message_view, saved_percent
 
 PARTIALS = "chat/partials/"
-
-# The page shows these in its own language, whatever language the gateway wrote the
-# event's ``error`` in (the JSON socket sends that text to programs unchanged).
-LOCALIZED_ERRORS = {
-    "no_model_channel": pgettext_lazy(
-        "chat page",
-        "This agent has no model channel yet, so it cannot answer. Add one (an Anthropic, "
-        "OpenAI or DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) and "
-        "choose it on the agent's page.",
-    ),
-    "system_prompt_too_long": pgettext_lazy(
-        "chat page",
-        "The system prompt is too long: it alone exceeds the compaction threshold. Shorten it "
-        "on the agent's page.",
-    ),
-    "step_limit": pgettext_lazy(
-        "chat page", "The agent stopped after its step limit; send a message to continue."
-    ),
-    "internal_error": pgettext_lazy(
-        "chat page", "Something went wrong on the server; the chat can go on."
-    ),
-    "in_progress": pgettext_lazy(
-        "chat page",
-        "A compaction of this session is already in progress; this request was skipped.",
-    ),
-}
-
-
-def localized_error(reason: str | None, error: str) -> str:
-    """The page's wording for ``reason``; a model failure keeps the provider's own detail."""
-    message = LOCALIZED_ERRORS.get(reason or "")
-    return str(message) if message is not None else failure_text(reason, error)
 
 
 def _render(name: str, context: dict[str, Any]) -> str:
@@ -105,9 +71,13 @@ def _compaction_state(compacting: bool) -> str:
 
 def _message(event: MessageStored) -> str:
     view = message_view(event.message)
+    if view.queued:
+        return _append("queued", _render("queued.html", {"m": view}))
     html = _append("messages", _render("message.html", {"m": view, "session_id": event.session_id}))
-    if view.kind == "assistant":
+    if view.kind in {"assistant", "event"}:
         html += _render("stream.html", {"oob": True})
+    if view.kind == "user":  # its turn starts now
+        html += _render("turn_status.html", {"busy": True, "oob": True})
     return html
 
 
@@ -119,7 +89,7 @@ def _token_update(event: TokenUpdate) -> str:
     """The meter, and the compaction state as the lease says (a compaction that ended
     without a done/failed event, e.g. with nothing to compact, never leaves the page
     stuck in the compacting state)."""
-    context = {"meter": meter_view(event), "oob": True}
+    context = {"meter": MeterView(event), "oob": True}
     return (
         _render("token_bar.html", context)
         + _render("meter_status.html", context)
@@ -170,7 +140,9 @@ def _compaction_failed(event: CompactionFailed) -> str:
 
 
 def _notice(error: str, reason: str | None, level: str) -> str:
-    context = {"error": localized_error(reason, error), "reason": reason, "level": level}
+    """An alert in the page's language, whatever language the event's ``error`` is in (the
+    JSON socket sends that text to programs unchanged)."""
+    context = {"error": user_text(reason, error), "reason": reason, "level": level}
     return _append("notices", _render("notice.html", context))
 
 
@@ -183,9 +155,10 @@ def _turn_done(event: TurnDone) -> str:
 
 
 def _error(event: ErrorEvent) -> str:
-    return _notice(event.error, event.reason, "error") + _render(
-        "turn_status.html", {"busy": False, "oob": True}
-    )
+    idle = _render("turn_status.html", {"busy": False, "oob": True})
+    if event.recorded:  # a failed turn: its bubble (with Retry) says it
+        return idle
+    return _notice(event.error, event.reason, "error") + idle
 
 
 _RENDERERS: dict[type, Callable[[Any], str]] = {

@@ -7,6 +7,7 @@ message and reason the client is told. The consumer never looks inside a frame.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,21 @@ class CompactFrame:
     instructions: str | None = None
 
 
-ClientFrame = ChatFrame | CompactFrame
+@dataclass(frozen=True, slots=True)
+class StopFrame:
+    """End the session's running turn or compaction (CONTRACT §5)."""
+
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RetryFrame:
+    """Run the session's last failed or stopped turn again (CONTRACT §5)."""
+
+    session_id: str
+
+
+ClientFrame = ChatFrame | CompactFrame | StopFrame | RetryFrame
 
 
 def _session_id(data: dict[str, Any]) -> str:
@@ -44,12 +59,23 @@ def _session_id(data: dict[str, Any]) -> str:
     return value.strip()
 
 
+def _refuse_nul(text: str, what: str, session_id: str) -> None:
+    """NUL is valid JSON (``"\\u0000"``) but no database stores it (PostgreSQL refuses it)."""
+    if "\x00" in text:
+        raise ProtocolError(
+            f"{what} contains a NUL character, which cannot be stored",
+            "invalid_characters",
+            session_id,
+        )
+
+
 def _parse_chat(data: dict[str, Any], session_id: str) -> ChatFrame:
     content = data.get("content")
     if not isinstance(content, str):
         raise ProtocolError("'content' must be a string", "bad_field", session_id)
     if not content.strip():
         raise ProtocolError("the message is empty", "empty_message", session_id)
+    _refuse_nul(content, "the message", session_id)
     if len(content) > MAX_CONTENT_CHARS:
         raise ProtocolError(
             f"the message is longer than {MAX_CONTENT_CHARS} characters",
@@ -71,10 +97,24 @@ def _parse_compact(data: dict[str, Any], session_id: str) -> CompactFrame:
             "bad_field",
             session_id,
         )
+    _refuse_nul(instructions, "'instructions'", session_id)
     return CompactFrame(session_id=session_id, instructions=instructions.strip() or None)
 
 
-_PARSERS = {"chat": _parse_chat, "compact": _parse_compact}
+def _parse_stop(data: dict[str, Any], session_id: str) -> StopFrame:
+    return StopFrame(session_id=session_id)
+
+
+def _parse_retry(data: dict[str, Any], session_id: str) -> RetryFrame:
+    return RetryFrame(session_id=session_id)
+
+
+_PARSERS: dict[str, Callable[[dict[str, Any], str], ClientFrame]] = {
+    "chat": _parse_chat,
+    "compact": _parse_compact,
+    "stop": _parse_stop,
+    "retry": _parse_retry,
+}
 
 
 def parse_client_frame(text: str | None, *, max_bytes: int) -> ClientFrame:

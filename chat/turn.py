@@ -3,19 +3,30 @@
 Store the user's message, read the session once, compact first when automatic compaction
 is due, run the ReAct loop (compacting between its steps when the context fills up), store
 what it produces and publish every event to the session's group. The socket layer only
-decides *when* a turn runs (one at a time per session); everything a turn does is here.
-ORM work is sync and runs through ``database_sync_to_async``; the model call is async.
+decides *when* a turn runs: under the session's turn lease (``chat.control``), so one at a
+time across every process; a message sent meanwhile is stored queued and released by the
+next turn. ORM work is sync and runs through ``database_sync_to_async``; the model call is
+async.
+
+A turn ends in one of four ways: answered; failed (a record with the reason and the
+channel to check, which ``retry`` runs again — the provider's "context too long" first
+gets one compaction and one more try); stopped (the partial answer stored marked
+``stopped``, every tool call without a result given one, ``turn_done`` with ``stopped``);
+or refused before the model is called.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from channels.db import database_sync_to_async
 from django.conf import settings
-from django.utils.translation import gettext as _
 
 from agents import runtime, services
 from agents.access import SessionNotFound, session_for_user
@@ -23,29 +34,34 @@ from agents.broadcast import apublish
 from agents.events import Delta, ErrorEvent, MessageStored, TokenUpdate, TurnDone
 from agents.llm_channels import channel_config
 from agents.message_format import message_to_json
-from agents.meter import (
-    MeterReading,
-    context_window,
-    meter_read,
-    system_prompt_tokens,
-    visible_tokens_of,
-)
+from agents.meter import context_window, meter_read, system_prompt_tokens, visible_tokens_of
 from agents.models import ChatSession, Role
-from agents.selectors import llm_history_load, model_visible
+from agents.reasons import TurnFailure, wire_text
+from agents.selectors import llm_history_load, model_visible, retryable_turn_event
 from agents.tools import TodoStore, Workspace, default_registry
+from chat.control import StopSignal
 from compaction import service as compaction
 from compaction.context import llm_context_for_session
-from compaction.core.types import Message
+from compaction.core.types import Message, ToolCall
 from compaction.trigger import auto_compaction_due
 from llm import get_provider
+from recall.tools import recall_tools
+
+logger = logging.getLogger(__name__)
+
+# The result a tool call gets when a stop ended the turn before its own (the model reads it).
+STOPPED_TOOL_RESULT = "Stopped by the user before this tool call finished; it may have run in part."
 
 
 @dataclass(frozen=True, slots=True)
-class StoredChat:
-    """A user's message, stored; ``prepared`` when the turn was read in the same trip."""
+class AcceptedChat:
+    """A user's message, stored. ``holder``: it took the session's turn lease, so its turn
+    starts now (``prepared`` was read in the same trip, ``messages`` are the ones released
+    into the history, this one last); else it is queued (``messages``: it, marked so)."""
 
     session_id: str
-    user_message: dict[str, Any]
+    messages: tuple[dict[str, Any], ...]
+    holder: str = ""
     prepared: PreparedTurn | None = None
 
 
@@ -65,23 +81,6 @@ class PreparedTurn:
         return str(self.session.pk)
 
 
-def token_update_from(session_id: str, reading: MeterReading) -> TokenUpdate:
-    return TokenUpdate(
-        session_id=session_id,
-        input_tokens=reading.input_tokens,
-        output_tokens=reading.output_tokens,
-        api_calls=reading.api_calls,
-        used_tokens=reading.used_tokens,
-        max_tokens=reading.max_tokens,
-        threshold_percent=reading.threshold_percent,
-        estimated=reading.estimated,
-        compaction_count=reading.compaction_count,
-        tool_tokens=reading.tool_tokens,
-        compacting=reading.compacting,
-        paused_reason=reading.paused_reason,
-    )
-
-
 def _load_session(session_id: str) -> ChatSession:
     return ChatSession.objects.select_related(
         "agent__model_channel", "agent__auxiliary_model_channel"
@@ -93,25 +92,11 @@ def _refusal(session: ChatSession) -> ErrorEvent | None:
     agent, session_id = session.agent, str(session.pk)
     channel = agent.model_channel
     if channel is None or not channel.enabled:
-        return ErrorEvent(
-            error=_(
-                "This agent has no model channel yet. Add one (an Anthropic, OpenAI or "
-                "DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) on the "
-                "model channel page, then choose it on the agent's page."
-            ),
-            reason="no_model_channel",
-            session_id=session_id,
-        )
+        return ErrorEvent(wire_text("no_model_channel"), "no_model_channel", session_id)
     threshold = context_window(channel) * agent.compaction_threshold_percent // 100
     if system_prompt_tokens(agent.system_prompt) >= threshold:
-        return ErrorEvent(
-            error=_(
-                "系统提示过长：the system prompt alone exceeds the compaction threshold; "
-                "shorten it on the agent's page."
-            ),
-            reason="system_prompt_too_long",
-            session_id=session_id,
-        )
+        reason = "system_prompt_too_long"
+        return ErrorEvent(wire_text(reason), reason, session_id)
     return None
 
 
@@ -126,30 +111,69 @@ def _prepare(session: ChatSession) -> PreparedTurn:
     compact_first = auto_compaction_due(session=session, reading=reading, visible_count=len(stored))
     return PreparedTurn(
         session,
-        meter=token_update_from(str(session.pk), reading),
+        meter=TokenUpdate.of(str(session.pk), reading),
         compact_first=compact_first,
         messages=() if compact_first else tuple(llm_context_for_session(session, stored)),
         todos=tuple(session.todos or ()),
     )
 
 
-def _store_chat_message(
-    user: Any, raw_session_id: str, content: str, prepare: bool
-) -> StoredChat | None:
-    """The access check (the one gate) and the store in one trip; None: not this user's.
+def _json(messages: list[Any]) -> tuple[dict[str, Any], ...]:
+    return tuple(message_to_json(m, view="compacted") for m in messages)
 
-    ``prepare``: nothing is queued for the session in this process, so its turn starts
-    right away — read it in the same trip."""
+
+def _accept_chat(
+    user: Any, raw_session_id: str, content: str, holder: str, seconds: float
+) -> AcceptedChat | None:
+    """The access check (the one gate), the store and, when no turn runs in the session,
+    the turn lease for ``holder``, the release of what was queued and the turn's reads:
+    one trip to the database. None: not this user's session.
+
+    While another turn (or a socket compaction) holds the lease the message is stored
+    queued — durable at once, in no history view until a turn starts; then the lease is
+    tried once more, since its holder may have ended and looked for queued messages just
+    before this one was stored."""
     try:
         session = session_for_user(user=user, session_id=raw_session_id)
     except SessionNotFound:
         return None
-    stored = services.user_message_append(session=session, content=content)
-    user_message = message_to_json(stored, view="compacted")
-    return StoredChat(str(session.pk), user_message, _prepare(session) if prepare else None)
+    sid = str(session.pk)
+    if services.turn_lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
+        released = services.turn_start(session=session)
+        stored = services.user_message_append(session=session, content=content)
+        return AcceptedChat(sid, _json([*released, stored]), holder, _prepare(session))
+    queued = services.user_message_append(session=session, content=content, queued=True)
+    if services.turn_lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
+        released = services.turn_start(session=session)
+        return AcceptedChat(sid, _json(released), holder, _prepare(session))
+    return AcceptedChat(sid, _json([queued]))
 
 
-store_chat_message = database_sync_to_async(_store_chat_message)
+accept_chat = database_sync_to_async(_accept_chat)
+
+
+@database_sync_to_async
+def start_queued_turn(
+    session_id: str,
+) -> tuple[tuple[dict[str, Any], ...], PreparedTurn | None]:
+    """Under a newly taken lease: release the queued messages and read the turn that
+    answers them (None when nothing was queued any more)."""
+    session = _load_session(session_id)
+    released = services.turn_start(session=session)
+    if not released:
+        return (), None
+    return _json(released), _prepare(session)
+
+
+@database_sync_to_async
+def prepare_retry(session_id: str) -> PreparedTurn | None:
+    """Under a newly taken lease: the turn that runs the last failed or stopped turn again,
+    with the history as it is (None when there is none to retry)."""
+    session = _load_session(session_id)
+    services.turn_start(session=session, release_queued=False)
+    if retryable_turn_event(session=session) is None:
+        return None
+    return _prepare(session)
 
 
 @database_sync_to_async
@@ -161,22 +185,25 @@ def _read_turn(session_id: str) -> PreparedTurn:
 def _read_after_compaction(session_id: str) -> tuple[TokenUpdate, tuple[Message, ...]]:
     session = _load_session(session_id)
     reading = meter_read(session=session)
-    return token_update_from(session_id, reading), tuple(llm_context_for_session(session))
+    return TokenUpdate.of(session_id, reading), tuple(llm_context_for_session(session))
 
 
 @database_sync_to_async
-def _compaction_due(session_id: str) -> bool:
+def _between_steps(session_id: str, holder: str) -> tuple[bool, bool]:
+    """(automatic compaction is due, a stop asked this turn to end) — read together."""
     session = _load_session(session_id)
+    stop = bool(holder) and session.turn_stop_holder == holder
     reading = meter_read(session=session)
-    if not reading.over_threshold:
-        return False
+    if stop or not reading.over_threshold:
+        return False, stop
     visible_count = model_visible(session=session).count()
-    return auto_compaction_due(session=session, reading=reading, visible_count=visible_count)
+    due = auto_compaction_due(session=session, reading=reading, visible_count=visible_count)
+    return due, False
 
 
 @database_sync_to_async
 def read_token_update(session_id: str) -> TokenUpdate:
-    return token_update_from(session_id, meter_read(session=_load_session(session_id)))
+    return TokenUpdate.of(session_id, meter_read(session=_load_session(session_id)))
 
 
 @database_sync_to_async
@@ -195,7 +222,7 @@ def _store_answer(session: ChatSession, event: runtime.AssistantMessage) -> list
     session_id = str(session.pk)
     events: list[Any] = [MessageStored(session_id, message_to_json(stored))]
     if usage is not None:
-        events.append(token_update_from(session_id, meter_read(session=session)))
+        events.append(TokenUpdate.of(session_id, meter_read(session=session)))
     return events
 
 
@@ -212,83 +239,245 @@ def _store_tool_result(session: ChatSession, event: runtime.ToolResult) -> Messa
 
 
 @database_sync_to_async
+def _store_stopped(
+    session: ChatSession, partial: str, open_calls: list[ToolCall]
+) -> list[dict[str, Any]]:
+    """After a stop: the partial answer (marked stopped), a result for every tool call that
+    had none (so each call keeps its result), and the record of the stopped turn."""
+    stored = []
+    if partial.strip():
+        stored.append(
+            services.message_append(
+                session=session, role=Role.ASSISTANT, content=partial, metadata={"stopped": True}
+            )
+        )
+    for call in open_calls:
+        stored.append(
+            services.message_append(
+                session=session,
+                role=Role.TOOL,
+                content=STOPPED_TOOL_RESULT,
+                tool_call_id=call.id,
+                metadata={"toolName": call.name, "isError": True, "stopped": True},
+            )
+        )
+    record = services.turn_event_append(
+        session=session, status="stopped", reason="stopped", error=wire_text("stopped"), payload={}
+    )
+    return [message_to_json(m) for m in [*stored, record]]
+
+
+@database_sync_to_async
+def _store_failure(
+    session: ChatSession, failure: runtime.RunFailed
+) -> tuple[dict[str, Any], TurnFailure, str]:
+    """The record of a failed turn: its reason, the provider's status and words (never an
+    exception's class name) and the model channel to check."""
+    channel = session.agent.model_channel
+    found = TurnFailure.of(
+        failure.reason,
+        failure.message,
+        channel=channel.name if channel else "",
+        model=channel.model if channel else "",
+    )
+    error = found.wire_text()
+    record = services.turn_event_append(
+        session=session,
+        status="failed",
+        reason=found.reason,
+        error=error,
+        payload={
+            "httpStatus": found.status,
+            "detail": found.detail,
+            "channel": found.channel,
+            "model": found.model,
+        },
+    )
+    return message_to_json(record), found, error
+
+
+@database_sync_to_async
 def _save_todos(session: ChatSession, items: list[dict[str, Any]]) -> None:
     ChatSession.objects.filter(pk=session.pk).update(todos=items)
 
 
-class ChatTurn:
-    """Runs one turn of one session; its methods are the turn's steps, in order."""
+class TurnStopped(Exception):
+    """Raised out of the turn's own steps once a stop was asked for while it was storing or
+    publishing (a step is never cut in the middle of a write)."""
 
-    def __init__(self, prepared: PreparedTurn) -> None:
+
+class ChatTurn:
+    """Runs one turn of one session; its methods are the turn's steps, in order.
+
+    ``stop`` is the lease's stop signal (``chat.control``) and ``holder`` the lease's
+    holder (a stop flagged in the database for it is read between steps)."""
+
+    def __init__(
+        self, prepared: PreparedTurn, stop: StopSignal | None = None, holder: str = ""
+    ) -> None:
         self.prepared = prepared
         self.session = prepared.session
         self.session_id = prepared.session_id
+        self.stop = stop or StopSignal()
+        self.holder = holder
         self.auto_compaction_failed = False
+        self.failure: runtime.RunFailed | None = None
+        self.stopped = False
+        self.answered = False  # the last stored answer had no tool calls: the turn is done
+        self.todos = TodoStore(items=[dict(t) for t in prepared.todos])
+        self._partial: list[str] = []  # text streamed since the last stored answer
+        self._open_calls: dict[str, ToolCall] = {}  # calls of the last answer, no result yet
+        self._writing = 0  # inside a store or a publish: a stop waits for it to end
 
     async def run(self) -> None:
         prepared = self.prepared
+        sid = self.session_id
         if prepared.refusal is not None:
-            await apublish(self.session_id, prepared.refusal)
-            await apublish(self.session_id, TurnDone(self.session_id))
+            await apublish(sid, prepared.refusal)
+            await apublish(sid, TurnDone(sid))
             return
+        body = asyncio.ensure_future(self._body())
+        stop = asyncio.ensure_future(self.stop.event.wait())
+        try:
+            await asyncio.wait({body, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not body.done():  # stopped: cut the model's stream or the tool call now,
+                if not self._writing:  # or let the write in progress end (TurnStopped)
+                    body.cancel()
+                await asyncio.wait({body})
+        finally:
+            stop.cancel()
+            if not body.done():  # this task itself was cancelled
+                body.cancel()
+        self._settle(body)
+        if self.stopped:
+            partial = "".join(self._partial)
+            calls = list(self._open_calls.values())
+            for message in await _store_stopped(self.session, partial, calls):
+                await apublish(sid, MessageStored(sid, message))
+        elif self.failure is not None:
+            record, found, error = await _store_failure(self.session, self.failure)
+            await apublish(sid, MessageStored(sid, record))
+            await apublish(sid, ErrorEvent(error, found.reason, sid, recorded=True))
+        if list(self.todos.items) != list(prepared.todos):
+            await _save_todos(self.session, list(self.todos.items))
+        await apublish(sid, TurnDone(sid, stopped=self.stopped))
+
+    def _settle(self, body: asyncio.Future[None]) -> None:
+        """How the turn's body ended: stopped, failed or answered."""
+        if body.cancelled() or isinstance(body.exception(), TurnStopped):
+            self.stopped = True
+        elif body.exception() is not None:
+            logger.error(
+                "chat turn of session %s failed", self.session_id, exc_info=body.exception()
+            )
+            self.failure = runtime.RunFailed("internal_error", wire_text("internal_error"))
+        if self.stopped and self.answered and not self._open_calls and not self._partial:
+            self.stopped = False  # the stop came after the last word: nothing was cut
+
+    @contextlib.asynccontextmanager
+    async def _writes(self) -> AsyncIterator[None]:
+        """A store or a publish, never cut by a stop; the stop takes effect after it."""
+        self._writing += 1
+        try:
+            yield
+        finally:
+            self._writing -= 1
+        if self.stop.requested and not self._writing and not self.answered:
+            raise TurnStopped
+
+    async def _body(self) -> None:
+        prepared = self.prepared
         meter, messages = prepared.meter, prepared.messages
         if prepared.compact_first:
-            await compaction.acompact(self.session_id, reason="auto")
+            await compaction.acompact(self.session_id, reason="auto", cancel=self.stop.cancel)
             meter, messages = await _read_after_compaction(self.session_id)
+            self.session = await database_sync_to_async(_load_session)(self.session_id)
         if meter is not None:
-            await apublish(self.session_id, meter)
-        todos = TodoStore(items=[dict(t) for t in prepared.todos])
+            async with self._writes():
+                await apublish(self.session_id, meter)
+        await self._run_agent(list(messages))
+        failure = self.failure
+        if failure is not None and failure.reason == "context_too_long":
+            await self._compact_and_run_again(failure)
+
+    async def _run_agent(self, messages: list[Message]) -> None:
         workspace = Path(settings.NETACLAW["WORKSPACE_ROOT"]) / self.session_id
         channel = self.session.agent.model_channel
         assert channel is not None  # a turn without a channel is refused above
         await runtime.run_agent(
             provider=get_provider(channel_config(channel)),
-            messages=list(messages),
-            tools=default_registry(Workspace(workspace), todos),
+            messages=messages,
+            tools=default_registry(
+                Workspace(workspace), self.todos, extra=recall_tools(self.session)
+            ),
             on_event=self.on_runtime_event,
             max_tokens=max(256, min(4096, context_window(channel) // 4)),
             before_step=self.before_step,
         )
-        if list(todos.items) != list(prepared.todos):
-            await _save_todos(self.session, list(todos.items))
-        await apublish(self.session_id, TurnDone(self.session_id))
+
+    async def _compact_and_run_again(self, failure: runtime.RunFailed) -> None:
+        """The provider said the context is too long for it: compact (whatever our own
+        estimate says) and run the turn once more; a second refusal fails the turn."""
+        self.failure = None
+        outcome = await compaction.acompact(
+            self.session_id, reason="auto", force=True, cancel=self.stop.cancel
+        )
+        meter, messages = await _read_after_compaction(self.session_id)
+        async with self._writes():
+            await apublish(self.session_id, meter)
+        self.session = await database_sync_to_async(_load_session)(self.session_id)
+        if outcome.status != "done":
+            self.failure = failure
+            return
+        await self._run_agent(list(messages))
 
     async def before_step(self, messages: list[Message]) -> list[Message]:
-        """Between two model calls of one turn: compact when the context has filled up
-        (once per turn if it fails, so a failing auxiliary model cannot loop)."""
-        if self.auto_compaction_failed or not await _compaction_due(self.session_id):
+        """Between two model calls of one turn: end here when a stop reached the turn's
+        holder in the database; compact when the context has filled up (once per turn if
+        it fails, so a failing auxiliary model cannot loop)."""
+        due, stop = await _between_steps(self.session_id, self.holder)
+        if stop:
+            self.stop.request()
+            raise TurnStopped
+        if self.auto_compaction_failed or not due:
             return messages
-        outcome = await compaction.acompact(self.session_id, reason="auto")
+        outcome = await compaction.acompact(self.session_id, reason="auto", cancel=self.stop.cancel)
         self.auto_compaction_failed = outcome.status != "done"
         meter, context = await _read_after_compaction(self.session_id)
-        await apublish(self.session_id, meter)
+        async with self._writes():
+            await apublish(self.session_id, meter)
         self.session = await database_sync_to_async(_load_session)(self.session_id)
         return list(context) if outcome.status == "done" else messages
 
     async def on_runtime_event(self, event: runtime.RuntimeEvent) -> None:
         sid = self.session_id
-        if isinstance(event, runtime.TextDelta):
-            await apublish(sid, Delta(sid, event.text))
-        elif isinstance(event, runtime.AssistantMessage):
-            for server_event in await _store_answer(self.session, event):
-                await apublish(sid, server_event)
-        elif isinstance(event, runtime.ToolResult):
-            await apublish(sid, await _store_tool_result(self.session, event))
-        elif isinstance(event, runtime.RunFailed):
-            await apublish(
-                sid, ErrorEvent(error=event.message, reason=event.reason, session_id=sid)
-            )
-        elif isinstance(event, runtime.StepLimitReached):
-            await apublish(
-                sid,
-                ErrorEvent(
-                    error=_("The agent stopped after its step limit; send a message to continue."),
-                    reason="step_limit",
-                    session_id=sid,
-                ),
-            )
+        async with self._writes():
+            if isinstance(event, runtime.TextDelta):
+                self._partial.append(event.text)
+                await apublish(sid, Delta(sid, event.text))
+            elif isinstance(event, runtime.AssistantMessage):
+                stored = await _store_answer(self.session, event)
+                self._partial.clear()
+                self._open_calls = {call.id: call for call in event.tool_calls}
+                self.answered = not event.tool_calls
+                for server_event in stored:
+                    await apublish(sid, server_event)
+            elif isinstance(event, runtime.ToolResult):
+                result = await _store_tool_result(self.session, event)
+                self._open_calls.pop(event.call_id, None)
+                await apublish(sid, result)
+            elif isinstance(event, runtime.RunFailed):
+                self._partial.clear()  # the cut stream is not kept
+                self.failure = event
+            elif isinstance(event, runtime.StepLimitReached):
+                await apublish(sid, ErrorEvent(wire_text("step_limit"), "step_limit", sid))
 
 
-async def run_chat_turn(session_id: str, prepared: PreparedTurn | None = None) -> None:
+async def run_chat_turn(
+    session_id: str,
+    prepared: PreparedTurn | None = None,
+    stop: StopSignal | None = None,
+    holder: str = "",
+) -> None:
     """One turn of ``session_id``; ``prepared`` when it was read with the user's message."""
-    await ChatTurn(prepared or await _read_turn(session_id)).run()
+    await ChatTurn(prepared or await _read_turn(session_id), stop, holder).run()

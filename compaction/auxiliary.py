@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.conf import settings
 
 from agents.llm_channels import channel_config
 from agents.models import Agent, ModelChannel
-from compaction.core import Message, SummaryRequest
+from agents.reasons import wire_text
+from compaction.core import Message, SummaryReply, SummaryRequest
 from llm import LLMError, LLMRequest, get_provider
 from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
 
@@ -25,9 +26,6 @@ class AuxiliaryError(RuntimeError):
         self.status = status
 
 
-NO_AUXILIARY_MESSAGE = "未配置辅助模型 (no auxiliary model configured)"
-
-
 def resolve_channel(agent: Agent) -> ModelChannel:
     """Agent override → dict netaclaw.default_auxiliary_channel_id → error (seed §4.1)."""
     channel = agent.auxiliary_model_channel
@@ -38,20 +36,21 @@ def resolve_channel(agent: Agent) -> ModelChannel:
         channel = ModelChannel.objects.filter(pk=int(raw), enabled=True).first()
         if channel is not None:
             return channel
-    raise AuxiliaryError("no_auxiliary_model", NO_AUXILIARY_MESSAGE)
+    raise AuxiliaryError("no_auxiliary_model", wire_text("no_auxiliary_model"))
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class AuxiliaryClient:
     channel: ModelChannel
-    usage: list[tuple[int, int]] = field(default_factory=list)
 
     @classmethod
     def for_agent(cls, agent: Agent) -> AuxiliaryClient:
         return cls(resolve_channel(agent))
 
-    def summarize(self, request: SummaryRequest) -> str:
-        """One summary request; thinking off, temperature 0.3, output capped at the budget."""
+    def summarize(self, request: SummaryRequest) -> SummaryReply:
+        """One summary request; thinking off, temperature 0.3, output capped at the budget.
+        Safe to call from several threads at once (the core summarizes parts concurrently):
+        each call builds its own provider."""
         provider = get_provider(
             channel_config(
                 self.channel,
@@ -69,6 +68,11 @@ class AuxiliaryClient:
             )
         except LLMError as exc:
             raise AuxiliaryError(exc.reason, exc.message, exc.status) from None  # has the status
-        if completion.usage is not None:
-            self.usage.append((completion.usage.input_tokens, completion.usage.output_tokens))
-        return completion.text
+        usage = completion.usage
+        return SummaryReply(
+            text=completion.text,
+            finish_reason=completion.stop_reason,
+            had_tool_calls=bool(completion.tool_calls),
+            input_tokens=usage.input_tokens if usage else None,
+            output_tokens=usage.output_tokens if usage else None,
+        )

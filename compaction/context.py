@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from agents.meter import context_window, meter_read
 from agents.models import ChatSession, ModelChannel
 from agents.models import Message as StoredMessage
-from agents.selectors import llm_history_load
+from agents.selectors import history_queryset, llm_history_load
 from compaction.core import (
     PRUNED_TOOL_PLACEHOLDER,
     CompactionPolicy,
@@ -52,6 +54,39 @@ def core_messages_for_session(
     return [Message(role="system", content=prompt), *messages] if prompt else messages
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionInput:
+    """What the core reads for one compaction of a session."""
+
+    messages: list[Message]  # the model's view: pruned tool outputs as their placeholder
+    original_contents: dict[int, str]  # pruned outputs in full: the summarizer reads these
+    chain_depth: int  # how many summaries deep the visible summary already is
+
+
+def compaction_input(session: ChatSession) -> CompactionInput:
+    stored = llm_history_load(session=session)
+    return CompactionInput(
+        messages=core_messages_for_session(session, stored),
+        original_contents={m.pk: m.content for m in stored if m.pruned_at is not None},
+        chain_depth=max(
+            (int(m.metadata.get("chainDepth", 1)) for m in stored if m.is_compaction_summary),
+            default=0,
+        ),
+    )
+
+
+def summarized_originals(session: ChatSession) -> tuple[list[Message], int]:
+    """Every original a summary of this session stands for (never a summary itself), in
+    conversation order, with their estimated tokens: what re-grounding rebuilds from."""
+    rows = list(
+        history_queryset(session=session, view="full", include_events=False).filter(
+            compacted_at__isnull=False, is_compaction_summary=False
+        )
+    )
+    messages = [replace(to_core_message(m), content=m.content) for m in rows]
+    return messages, sum(m.token_estimate for m in rows)
+
+
 def llm_context_for_session(
     session: ChatSession, stored: list[StoredMessage] | None = None
 ) -> list[Message]:
@@ -95,5 +130,6 @@ def policy_for_session(
         context_window=window,
         threshold_percent=agent.compaction_threshold_percent,
         protect_first_n=agent.compaction_protect_first_n,
+        recall_hint=agent.search_history_enabled,
         aux_context_window=aux_window,
     )

@@ -9,6 +9,7 @@ re-checks the span; events go out only after the commit.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,30 +30,33 @@ from agents.events import (
 )
 from agents.message_format import message_to_json
 from agents.models import ChatSession
+from agents.reasons import wire_text
 from compaction import core, trigger
 from compaction.auxiliary import AuxiliaryClient, AuxiliaryError
-from compaction.context import core_messages_for_session, policy_for_session
+from compaction.context import (
+    compaction_input,
+    core_messages_for_session,
+    policy_for_session,
+    summarized_originals,
+)
 from compaction.lease import Lease, held_lease
 
 logger = logging.getLogger(__name__)
 
-_STATUS_FAILURES: dict[str, tuple[str, str]] = {
-    core.NOTHING_TO_COMPACT: ("nothing_to_compact", "没有可压缩的消息 (nothing to compact)"),
-    core.OVERSIZED_MESSAGE: (
-        "oversized_message",
-        "单条消息过长，建议拆分 (one message is too large)",
-    ),
-    core.SYSTEM_PROMPT_TOO_LONG: (
-        "system_prompt_too_long",
-        "系统提示过长，请精简 (the system prompt alone exceeds the threshold)",
-    ),
-    core.NO_GAIN: ("no_gain", "摘要不会减少 token (the summary would not save tokens)"),
+# the core's statuses that fail a compaction → their reason (agents.reasons)
+_STATUS_FAILURES: dict[str, str] = {
+    core.NOTHING_TO_COMPACT: "nothing_to_compact",
+    core.OVERSIZED_MESSAGE: "oversized_message",
+    core.SYSTEM_PROMPT_TOO_LONG: "system_prompt_too_long",
+    core.NO_GAIN: "no_gain",
+    core.HEAD_TOO_LONG: "head_too_long",
+    core.TAIL_TOO_LONG: "tail_too_long",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class CompactionOutcome:
-    status: str  # "done" | "failed" | "skipped" | "nothing"
+    status: str  # "done" | "failed" | "skipped" | "nothing" | "cancelled"
     reason: str | None = None
     error: str | None = None
     removed_count: int = 0
@@ -71,6 +75,10 @@ class PlanReport:
     chunk_count: int
     tokens_before: int
     tokens_after: int
+
+
+class CompactionCancelled(Exception):
+    """A stop cancelled the compaction: it writes nothing."""
 
 
 class CompactionFailure(Exception):
@@ -107,17 +115,26 @@ class CompactionService:
         reason: str,
         instructions: str | None = None,
         progress: Callable[[int, int], None] | None = None,
+        force: bool | None = None,
+        cancel: threading.Event | None = None,
     ) -> CompactionOutcome:
+        """``force``: compact even under the threshold (default: only a manual one does);
+        ``cancel``: set by the caller's stop — checked between two summary requests and
+        before the write-back, as is the lease (a stop from another process takes it back,
+        ``services.session_stop``)."""
         with held_lease(session) as lease:
             if lease is None:
                 return CompactionOutcome(
-                    status="skipped",
-                    reason="in_progress",
-                    error="另一个压缩正在进行 (a compaction of this session is already in progress)",
+                    status="skipped", reason="in_progress", error=wire_text("in_progress")
                 )
+            if cancel is not None and cancel.is_set():
+                return _cancelled()
             sid = str(session.pk)
             publish(sid, CompactionStart(session_id=sid, reason=reason))  # type: ignore[arg-type]
-            return self._compact_leased(session, reason, instructions, progress, lease)
+            forced = reason == "manual" if force is None else force
+            return self._compact_leased(
+                session, reason, instructions, progress, lease, forced, cancel
+            )
 
     def _compact_leased(
         self,
@@ -126,29 +143,43 @@ class CompactionService:
         instructions: str | None,
         progress: Callable[[int, int], None] | None,
         lease: Lease,
+        force: bool = False,
+        cancel: threading.Event | None = None,
     ) -> CompactionOutcome:
         sid = str(session.pk)
         tokens_before = 0
         try:
             client = AuxiliaryClient.for_agent(session.agent)
-            messages = core_messages_for_session(session)
+            source = compaction_input(session)
+            messages = source.messages
             policy = policy_for_session(session, auxiliary=client.channel, messages=messages)
+            originals = _regrounding_originals(session, source.chain_depth)
 
-            def summarize(request: core.SummaryRequest) -> str:
+            def summarize(request: core.SummaryRequest) -> core.SummaryReply:
+                # the core may call this from several threads at once: no database here
+                if request.chunk_index > 0 or request.attempt:
+                    _check_cancel_flags(lease, cancel)
                 if progress is not None:
                     progress(request.chunk_index + 1, request.chunk_count)
                 return client.summarize(request)
 
             result = core.compress(
-                messages, policy, summarize, force=reason == "manual", focus=instructions
+                messages,
+                policy,
+                summarize,
+                force=force,
+                focus=instructions,
+                original_contents=source.original_contents,
+                regrounding_originals=originals,
             )
+            chain_depth = core.next_chain_depth(source.chain_depth, regrounded=result.regrounded)
             tokens_before = result.tokens_before
             if result.status == core.UNDER_THRESHOLD:
                 # the start was announced: every start gets its ending
                 skipped = CompactionSkipped(
                     session_id=sid,
                     reason="under_threshold",
-                    error="上下文未超过阈值，无需压缩 (the context is under the threshold)",
+                    error=wire_text("under_threshold"),
                 )
                 publish(sid, skipped)
                 return CompactionOutcome(
@@ -160,31 +191,25 @@ class CompactionService:
                     event=skipped,
                 )
             if result.status in _STATUS_FAILURES:
-                raise CompactionFailure(*_STATUS_FAILURES[result.status])
-            return self._persist(session, reason, result, policy, lease)
+                failure = _STATUS_FAILURES[result.status]
+                raise CompactionFailure(failure, wire_text(failure, result.detail or ""))
+            return self._persist(session, reason, result, policy, lease, cancel, chain_depth)
+        except CompactionCancelled:
+            return self._cancelled(session, lease, tokens_before)
         except AuxiliaryError as exc:
             return self._fail(session, exc.reason, str(exc), tokens_before)
-        except core.SummaryTooShort as exc:
-            return self._fail(
-                session,
-                "summary_too_short",
-                f"摘要异常短 (summary too short): {exc}",
-                tokens_before,
-            )
+        except core.SummaryRejected as exc:
+            error = wire_text(exc.reason, str(exc))
+            return self._fail(session, exc.reason, error, tokens_before)
         except CompactionFailure as exc:
             return self._fail(session, exc.reason, exc.error, tokens_before)
         except services.SpanChanged:
-            return self._fail(
-                session, "history_changed", "压缩期间历史已变化 (history changed)", tokens_before
-            )
+            error = wire_text("history_changed")
+            return self._fail(session, "history_changed", error, tokens_before)
         except DatabaseError:
             logger.exception("compaction of session %s could not be stored", sid)
-            return self._fail(
-                session,
-                "storage_error",
-                "写入摘要失败 (could not store the summary)",
-                tokens_before,
-            )
+            error = wire_text("storage_error")
+            return self._fail(session, "storage_error", error, tokens_before)
 
     def _persist(
         self,
@@ -193,14 +218,22 @@ class CompactionService:
         result: core.CompactionResult,
         policy: core.CompactionPolicy,
         lease: Lease,
+        cancel: threading.Event | None = None,
+        chain_depth: int = 1,
     ) -> CompactionOutcome:
         sid = str(session.pk)
         removed = len(result.summarized_ids)
         saved = _saved_percent(result.tokens_before, result.tokens_after)
         with transaction.atomic():
-            if lease.lost or not services.compaction_lease_held(
+            # The lease ends with the write-back, in its transaction: a stop that comes
+            # after the commit finds no compaction to cancel, one before it cancels this one.
+            if cancel is not None and cancel.is_set():
+                raise CompactionCancelled
+            if lease.lost or not services.compaction_lease_release(
                 session=session, holder=lease.holder
             ):
+                if services.compaction_was_cancelled(session=session, holder=lease.holder):
+                    raise CompactionCancelled
                 raise services.SpanChanged("the lease was lost while the summary was written")
             applied = services.compaction_apply(
                 session=session,
@@ -221,8 +254,16 @@ class CompactionService:
                     "savedPercent": saved,
                     "language": result.language,
                     "requests": len(result.requests),
+                    "anchoredCount": len(result.anchored_ids),
+                    "foldedSummaries": len(result.folded_summary_ids),
+                    "regrounded": result.regrounded,
                 },
-                summary_metadata={"language": result.language, "reason": reason},
+                summary_metadata={
+                    "language": result.language,
+                    "reason": reason,
+                    "chainDepth": chain_depth,
+                    "regrounded": result.regrounded,
+                },
             )
             pause = trigger.pause_after_success(
                 still_over_threshold=result.tokens_after >= policy.threshold_tokens,
@@ -257,6 +298,16 @@ class CompactionService:
             tokens_after=result.tokens_after,
             event=done,
         )
+
+    def _cancelled(self, session: ChatSession, lease: Lease, tokens: int) -> CompactionOutcome:
+        """Nothing written, nothing counted as a failure. A stop that took the lease back
+        announced ``compaction_failed`` (cancelled) itself, at once; a stop of the turn this
+        compaction runs in is announced here."""
+        outcome = _cancelled(tokens)
+        if not services.compaction_was_cancelled(session=session, holder=lease.holder):
+            sid = str(session.pk)
+            publish(sid, CompactionFailed(sid, outcome.error or "", "cancelled"))
+        return outcome
 
     def _fail(
         self, session: ChatSession, reason: str, error: str, tokens: int
@@ -303,6 +354,48 @@ class CompactionService:
         )
 
 
+def _cancelled(tokens: int = 0) -> CompactionOutcome:
+    return CompactionOutcome(
+        status="cancelled",
+        reason="cancelled",
+        error=wire_text("cancelled"),
+        tokens_before=tokens,
+        tokens_after=tokens,
+    )
+
+
+def _check_cancel_flags(lease: Lease, cancel: threading.Event | None) -> None:
+    """Between two summary requests, without the database (the core's worker threads):
+    the caller's stop, or a lease the heartbeat found taken back."""
+    if (cancel is not None and cancel.is_set()) or lease.lost:
+        raise CompactionCancelled
+
+
+def _regrounding_originals(session: ChatSession, chain_depth: int) -> list[core.Message] | None:
+    """The originals to rebuild the summary from, when the chain of summaries has grown
+    deep enough that a summary of a summary would lose what earlier rounds kept."""
+    if chain_depth == 0:
+        return None
+    always = session.agent.compaction_reground
+    if not (always or core.should_reground(chain_depth)):
+        return None
+    originals, tokens = summarized_originals(session)
+    if not core.should_reground(chain_depth, originals_tokens=tokens, always=always):
+        return None
+    return originals
+
+
+def _check_cancel(session: ChatSession, lease: Lease, cancel: threading.Event | None) -> None:
+    """Between two summary requests: stop here when the caller was stopped or the lease
+    was taken back."""
+    if cancel is not None and cancel.is_set():
+        raise CompactionCancelled
+    if lease.lost or not services.compaction_lease_held(session=session, holder=lease.holder):
+        if services.compaction_was_cancelled(session=session, holder=lease.holder):
+            raise CompactionCancelled
+        raise services.SpanChanged("the lease was lost while the summary was written")
+
+
 _compacting_here: set[str] = set()
 
 
@@ -312,28 +405,40 @@ def is_compacting_here(session_id: str) -> bool:
     return session_id in _compacting_here
 
 
-def _compact_in_thread(session_id: str, reason: str, instructions: str | None) -> CompactionOutcome:
+def _compact_in_thread(
+    session_id: str,
+    reason: str,
+    instructions: str | None,
+    force: bool | None,
+    cancel: threading.Event | None,
+) -> CompactionOutcome:
     """The service in a worker thread with its own database connection."""
     try:
         session = ChatSession.objects.select_related(
             "agent__model_channel", "agent__auxiliary_model_channel"
         ).get(pk=session_id)
         return CompactionService().compact(
-            session=session, reason=reason, instructions=instructions
+            session=session, reason=reason, instructions=instructions, force=force, cancel=cancel
         )
     finally:
         close_old_connections()
 
 
 async def acompact(
-    session_id: str, *, reason: str, instructions: str | None = None
+    session_id: str,
+    *,
+    reason: str,
+    instructions: str | None = None,
+    force: bool | None = None,
+    cancel: threading.Event | None = None,
 ) -> CompactionOutcome:
     """Compact from async code: the model call may take a minute, so it runs in a thread of
-    its own, never queued behind the process's other database work."""
+    its own, never queued behind the process's other database work. A caller that is
+    stopped sets ``cancel`` and need not wait: the thread writes nothing after it."""
     _compacting_here.add(session_id)
     try:
         return await sync_to_async(_compact_in_thread, thread_sensitive=False)(
-            session_id, reason, instructions
+            session_id, reason, instructions, force, cancel
         )
     finally:
         _compacting_here.discard(session_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.utils.translation import pgettext_lazy
 
-from agents.meter import MeterReading
+from agents.events import MeterReading
 from agents.models import ChatSession
 
 MIN_TAIL_MESSAGES = 3

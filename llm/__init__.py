@@ -10,8 +10,8 @@ contains the key.
 from __future__ import annotations
 
 from .anthropic_adapter import build_anthropic_params
-from .base import Provider, collect_stream
-from .errors import LLM_ERROR_REASONS, LLMError, LLMErrorReason
+from .base import Provider
+from .errors import LLMError, LLMErrorReason
 from .factory import get_provider
 from .openai_adapter import build_openai_params
 from .types import (
@@ -31,7 +31,6 @@ from .windows import DEFAULT_CONTEXT_WINDOW, model_max_tokens
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
-    "LLM_ERROR_REASONS",
     "PROVIDERS",
     "ChannelConfig",
     "Completion",
@@ -48,7 +47,6 @@ __all__ = [
     "UsageReport",
     "build_anthropic_params",
     "build_openai_params",
-    "collect_stream",
     "get_provider",
     "model_max_tokens",
 ]

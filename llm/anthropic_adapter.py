@@ -34,7 +34,6 @@ import anthropic
 
 from compaction.core.types import Message, ToolCall
 
-from .base import collect_stream
 from .errors import LLMError, malformed_is_invalid, translate_errors
 from .transport import AsyncClientPool, shared_ssl_context
 from .types import (
@@ -238,8 +237,9 @@ class AnthropicStreamParser:
         elif kind == "message_delta":
             self._stop = getattr(event.delta, "stop_reason", None) or self._stop
             usage = getattr(event, "usage", None)
-            if getattr(usage, "output_tokens", None) is not None:
-                self._output = usage.output_tokens
+            output = getattr(usage, "output_tokens", None)
+            if output is not None:
+                self._output = output
             total = _input_total(usage)
             if total is not None:  # cumulative; never let a partial figure lower it
                 self._input = max(self._input or 0, total)
@@ -334,9 +334,6 @@ class AnthropicProvider:
                             yield event
             for event in parser.finish():
                 yield event
-
-    async def acomplete(self, request: LLMRequest) -> Completion:
-        return await collect_stream(self.stream(request))
 
     def complete(self, request: LLMRequest) -> Completion:
         params = build_anthropic_params(request, self.config)

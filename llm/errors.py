@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -26,29 +27,36 @@ LLMErrorReason = Literal[
     "connection_error",
     "auth_error",
     "bad_request",
+    "context_too_long",
 ]
-LLM_ERROR_REASONS: tuple[LLMErrorReason, ...] = (
-    "timeout",
-    "rate_limited",
-    "upstream_error",
-    "invalid_response",
-    "connection_error",
-    "auth_error",
-    "bad_request",
-)
 
 _MAX_DETAIL = 300
 _REDACTED = "***"
 
+# The head of each error's text, in English; ``agents.reasons`` translates the same words for
+# the pages (a test holds the two equal).
 _DESCRIPTIONS: dict[str, str] = {
     "timeout": "The model did not answer in time",
     "rate_limited": "The model provider is rate limiting requests",
     "upstream_error": "The model provider failed",
     "invalid_response": "The model provider sent a response that could not be read",
-    "connection_error": "The connection to the model provider failed",
-    "auth_error": "The model provider refused the credentials",
+    "connection_error": "Could not connect to the model provider",
+    "auth_error": "The model provider refused the API key",
     "bad_request": "The model provider rejected the request",
+    "context_too_long": "The conversation is too long for the model's context window",
 }
+
+# The provider's own "the request does not fit the context window": OpenAI's
+# ``context_length_exceeded`` code (and the OpenAI-compatible servers' wording: DeepSeek,
+# vLLM, llama.cpp's ``exceed_context_size_error``), Anthropic's "prompt is too long". A
+# compaction helps with these, unlike with any other rejected request.
+_CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+_CONTEXT_WORDS = re.compile(
+    r"prompt is too long|maximum context length|context[ _]length[ _]exceeded"
+    r"|exceeds? the (?:available )?context (?:size|window|length)"
+    r"|input exceeds the context window|too many tokens in (?:the )?(?:prompt|request)",
+    re.IGNORECASE,
+)
 
 # Error types (or OpenAI codes) carried in a body: an error that arrives mid-stream,
 # after a 200 (Anthropic ``event: error``, an OpenAI ``data: {"error": …}`` chunk).
@@ -151,6 +159,19 @@ def _detail(exc: BaseException) -> str:
     return str(exc)
 
 
+def _is_context_overflow(exc: BaseException, detail: str) -> bool:
+    """The provider says the request is longer than the model's context window."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error")
+        codes = [body.get("type"), body.get("code")]
+        if isinstance(error, dict):
+            codes += [error.get("type"), error.get("code")]
+        if any(isinstance(c, str) and c in _CONTEXT_CODES for c in codes):
+            return True
+    return bool(_CONTEXT_WORDS.search(detail))
+
+
 def _reason_for_body(exc: BaseException) -> LLMErrorReason:
     """The reason an error body names (its ``type`` or ``code``), else upstream_error."""
     body = getattr(exc, "body", None)
@@ -226,13 +247,19 @@ def to_llm_error(
     elif isinstance(exc, anthropic.APIStatusError | openai.APIStatusError):
         status = exc.status_code
         detail = _detail(exc)
-        if status >= 400:
+        if status in (400, 413) and _is_context_overflow(exc, detail):
+            reason = "context_too_long"
+        elif status >= 400:
             reason = _reason_for_status(status)
         else:  # an error event inside a 200 stream
             reason = _reason_for_body(exc)
             status = None
+            if reason in ("bad_request", "upstream_error") and _is_context_overflow(exc, detail):
+                reason = "context_too_long"
     elif isinstance(exc, anthropic.APIError | openai.APIError):
         reason, detail = _reason_for_body(exc), _detail(exc)
+        if reason in ("bad_request", "upstream_error") and _is_context_overflow(exc, detail):
+            reason = "context_too_long"
     elif isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         reason, detail = "invalid_response", f"{type(exc).__name__}: {exc}"
     elif isinstance(exc, anthropic.AnthropicError | openai.OpenAIError):

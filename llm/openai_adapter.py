@@ -34,7 +34,6 @@ from openai.types.chat import ChatCompletion
 
 from compaction.core.types import Message, ToolCall
 
-from .base import collect_stream
 from .errors import LLMError, malformed_is_invalid, translate_errors
 from .transport import AsyncClientPool, shared_ssl_context
 from .types import (
@@ -354,9 +353,6 @@ class OpenAIProvider:
                             yield event
             for event in parser.finish():
                 yield event
-
-    async def acomplete(self, request: LLMRequest) -> Completion:
-        return await collect_stream(self.stream(request))
 
     def complete(self, request: LLMRequest) -> Completion:
         params = build_openai_params(request, self.config)

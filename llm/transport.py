@@ -139,7 +139,8 @@ class AsyncClientPool(Generic[C]):
 
     def clients(self, config: ChannelConfig) -> int:
         """Clients kept for one channel on the running loop."""
-        return len(self._loops.get(asyncio.get_running_loop(), {}).get(config, ()))
+        kept = self._loops.get(asyncio.get_running_loop())
+        return len(kept.get(config) or ()) if kept is not None else 0
 
 
 async def _close_at_loop_end(

@@ -99,10 +99,6 @@ class UsageReport:
     input_tokens: int
     output_tokens: int
 
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
 
 @dataclass(frozen=True, slots=True)
 class StreamEnd:

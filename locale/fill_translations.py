@@ -51,17 +51,48 @@ ZH: dict[str, str | list[str]] = {
     "The model sees this hand-off summary instead of the compacted messages.": (
         "模型看到的是这份交接摘要，而不是已压缩的原始消息。"
     ),
-    # failure reasons (web.presentation), in the page's language
+    # failure reasons (agents.reasons), in the page's language
     "No auxiliary model is configured": "未配置辅助模型",
     "There is nothing to compact yet": "没有可压缩的消息",
     "One message is too large to compact; consider splitting it": "单条消息过长，建议拆分",
-    "The system prompt alone exceeds the threshold; shorten it on the agent's page": (
-        "系统提示过长，请在 Agent 页面精简"
+    "The system prompt is too long: it alone exceeds the compaction threshold; shorten it on the agent's page": (
+        "系统提示过长：仅系统提示就已超过压缩阈值，请在 Agent 页面精简"
     ),
     "A summary would not save any tokens": "摘要不会减少 token",
     "The summary came back empty or unusually short": "摘要为空或异常短",
+    "The summary came back unusually short for what it summarizes": "摘要相对于被压缩的内容异常短",
+    'The protected first messages alone leave no room for a summary under the compaction threshold; lower "protected head messages" or shorten them': (
+        "受保护的开头消息已占满压缩阈值，没有空间放摘要；请调低「保护头部消息数」或精简这些消息"
+    ),
+    "The latest messages are too large to keep beside a summary under the threshold; split them or start a new chat": (
+        "最新的消息过大，加上摘要会超过压缩阈值；请拆分消息或开始新对话"
+    ),
+    "The summary was cut off by the auxiliary model's output limit, twice": "摘要两次被辅助模型的输出长度上限截断",
+    "The auxiliary model answered with a tool call instead of a summary, twice": "辅助模型两次以工具调用代替摘要作答",
+    "The auxiliary model returned only reasoning, no summary, twice": "辅助模型两次只返回推理内容，没有摘要",
+    "The summary came back empty, twice": "摘要两次返回为空",
+    "The summary came back longer than what it summarizes, twice": "摘要两次比被压缩的内容还长",
+    "The summary does not fit under the compaction threshold, even shorter": "摘要过长，重试后仍无法放入压缩阈值之内",
+    "rebuild summaries from the originals": "从原始消息重建摘要",
+    "search the compacted history": "检索已压缩的历史",
+    "Search the compacted history": "检索已压缩的历史",
+    "The agent may search and read the original messages that compaction replaced.": (
+        "智能体可以检索和阅读被压缩替换的原始消息。"
+    ),
+    "Recall of compacted history": "已压缩历史的回溯",
+    "The agent may search and read the original messages that compaction replaced (the search_history and read_history_message tools).": (
+        "智能体可以检索和阅读被压缩替换的原始消息（search_history 与 read_history_message 工具）。"
+    ),
+    "Rebuild summaries from the originals": "从原始消息重建摘要",
+    "Every compaction summarizes the original messages again instead of updating the previous summary; it happens anyway once summaries of summaries run three deep.": (
+        "每次压缩都重新总结原始消息，而不是更新上一份摘要；摘要的摘要达到三层时会自动这样做。"
+    ),
     "The history changed during the compaction; try again": "压缩期间历史已变化，请重试",
     "The summary could not be stored": "写入摘要失败",
+    "A compaction of this session is already in progress; this request was skipped.": (
+        "该会话已有压缩正在进行，本次请求已跳过。"
+    ),
+    "The context is under the threshold; there is nothing to compact": "上下文未超过阈值，无需压缩",
     "The model did not answer in time": "模型未能及时响应",
     "The model provider is rate limiting requests": "模型服务商正在限流",
     "The model provider failed": "模型服务商出错",
@@ -71,6 +102,21 @@ ZH: dict[str, str | list[str]] = {
     "The model provider rejected the request": "模型服务商拒绝了请求",
     "%(what)s (HTTP %(status)s)": "%(what)s（HTTP %(status)s）",
     "%(what)s: %(detail)s": "%(what)s：%(detail)s",
+    "This agent has no model channel yet, so it cannot answer. Add one (an Anthropic, OpenAI or DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) and choose it on the agent's page.": (
+        "此 Agent 还没有配置模型渠道，暂时无法回答。请添加一个模型渠道（Anthropic、OpenAI 或 DeepSeek 的 API Key，或 Ollama、vLLM 等 OpenAI 兼容服务），并在 Agent 页面选择它。"
+    ),
+    "The agent stopped after its step limit; send a message to continue.": (
+        "Agent 已达到步数上限而停止；发送消息即可继续。"
+    ),
+    "Something went wrong on the server; the chat can go on.": "服务器出错了，对话可以继续。",
+    "Only JSON text frames are accepted": "只接受 JSON 文本帧",
+    "The message is too large to send; shorten it or send it in parts": "消息过大，无法发送；请精简或分段发送",
+    "The frame is not valid JSON": "消息帧不是有效的 JSON",
+    "A frame must be a JSON object": "消息帧必须是 JSON 对象",
+    "Unknown frame type": "未知的消息帧类型",
+    "A field of the frame is missing or has the wrong type": "消息帧的字段缺失或类型错误",
+    "The message is empty": "消息为空",
+    "The message is too long; shorten it or send it in parts": "消息过长；请精简或分段发送",
     # --- seed §8.4 history views ---
     "Showing the full history (including compacted messages)": "当前显示完整历史（含已压缩消息）",
     "Switch back to the compacted view": "切换回压缩视图",
@@ -94,16 +140,16 @@ ZH: dict[str, str | list[str]] = {
     "Trigger threshold": "触发阈值",
     "Protected head": "保护头部",
     "Leave blank to inherit the system-level setting.": "留空 = 继承系统级配置",
-    "30%%–95%%, in steps of 5%%. Automatic compaction starts when the context reaches this share of the model's window.": (
-        "30%%–95%%，步进 5%%。上下文占用达到模型窗口的这一比例时自动压缩。"
+    "{low}%–{high}%, in steps of {step}%. Automatic compaction starts when the context reaches this share of the model's window.": (
+        "{low}%–{high}%，步进 {step}%。上下文占用达到模型窗口的这一比例时自动压缩。"
     ),
-    "1–10 messages at the start of the chat are never compacted.": "对话开头的 1–10 条消息永远不会被压缩。",
-    "The trigger threshold must be between 30% and 95%, in steps of 5%.": (
-        "触发阈值必须在 30% 到 95% 之间，步进 5%。"
+    "{low}–{high} messages at the start of the chat are never compacted.": "对话开头的 {low}–{high} 条消息永远不会被压缩。",
+    "The trigger threshold must be between {low}% and {high}%, in steps of {step}%.": (
+        "触发阈值必须在 {low}% 到 {high}% 之间，步进 {step}%。"
     ),
-    "Enter the trigger threshold as a whole number between 30 and 95.": "请输入 30 到 95 之间的整数作为触发阈值。",
-    "Enter the protected head as a whole number between 1 and 10.": "请输入 1 到 10 之间的整数作为保护头部。",
-    "The protected head must be between 1 and 10 messages.": "保护头部必须在 1 到 10 条消息之间。",
+    "Enter the trigger threshold as a whole number between {low} and {high}.": "请输入 {low} 到 {high} 之间的整数作为触发阈值。",
+    "Enter the protected head as a whole number between {low} and {high}.": "请输入 {low} 到 {high} 之间的整数作为保护头部。",
+    "The protected head must be between {low} and {high} messages.": "保护头部必须在 {low} 到 {high} 条消息之间。",
     "The system default is “%(name)s”.": "全局默认为「%(name)s」。",
     "No system default is configured yet: compaction fails until one is chosen here or set as the system default.": (
         "尚未配置全局默认辅助模型：在此选择一个或设置全局默认之前，压缩会失败。"
@@ -224,8 +270,6 @@ ZH: dict[str, str | list[str]] = {
     "No such summary.": "没有这份摘要。",
     "No such session.": "没有这个会话。",
     "No such agent.": "没有这个 Agent。",
-    "A compaction of this session is already running; try again shortly.": "该会话已有压缩正在进行，请稍后再试。",
-    "The compaction failed.": "压缩失败。",
     "auto-compaction paused": "自动压缩已暂停",
     # --- agents pages ---
     "Name": "名称",
@@ -265,6 +309,8 @@ ZH: dict[str, str | list[str]] = {
     "An entry named %(name)s already exists.": "已存在名为 %(name)s 的条目。",
     "No such dictionary entry.": "没有这个字典条目。",
     "Agents and chats": "Agent 与对话",
+    "Project": "项目",
+    "Web": "网页",
     # --- models ---
     "chat session": "对话",
     "chat sessions": "对话",
@@ -309,24 +355,9 @@ ZH: dict[str, str | list[str]] = {
     ),
 }
 
-# The page's own wording for the gateway's error reasons (channels_app.html_encoder).
+# The chat page's wording for the pause reasons (compaction.trigger) and the failure hints.
 ZH.update(
     {
-        "chat page\x04This agent has no model channel yet, so it cannot answer. Add one (an Anthropic, OpenAI or DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) and choose it on the agent's page.": (
-            "此 Agent 还没有配置模型渠道，暂时无法回答。请添加一个模型渠道（Anthropic、OpenAI 或 DeepSeek 的 API Key，或 Ollama、vLLM 等 OpenAI 兼容服务），并在 Agent 页面选择它。"
-        ),
-        "chat page\x04The system prompt is too long: it alone exceeds the compaction threshold. Shorten it on the agent's page.": (
-            "系统提示过长：仅系统提示就已超过压缩阈值，请在 Agent 页面精简。"
-        ),
-        "chat page\x04The agent stopped after its step limit; send a message to continue.": (
-            "Agent 已达到步数上限而停止；发送消息即可继续。"
-        ),
-        "chat page\x04Something went wrong on the server; the chat can go on.": (
-            "服务器出错了，对话可以继续。"
-        ),
-        "chat page\x04A compaction of this session is already in progress; this request was skipped.": (
-            "该会话已有压缩正在进行，本次请求已跳过。"
-        ),
         "chat page\x04Automatic compaction is paused: it failed twice in a row.": (
             "自动压缩已暂停：连续两次失败。"
         ),
@@ -343,24 +374,74 @@ ZH.update(
     }
 )
 
-# Protocol strings the gateway sends to programs on the JSON socket stay English (its tests
-# read them); the chat page shows its own wording for them (the "chat page" context above).
+# Hardening (issue 15): refused input, login throttling, tokens, one validation of settings.
+ZH.update(
+    {
+        "The message contains a NUL character, which cannot be stored": (
+            "消息包含 NUL 字符，无法保存"
+        ),
+        "Too many failed logins for this account or from this address.": (
+            "该账号或该地址登录失败次数过多。"
+        ),
+        "Try again in %(minutes)s minute.": ["请在 %(minutes)s 分钟后重试。"],
+        "The API token has expired; request a new one.": "API 令牌已过期，请重新获取。",
+        "The request body is too large.": "请求体过大。",
+        "The provider or base URL changed: enter the API key again (or remove the stored key). A stored key is never sent to a new address.": (
+            "服务商或 Base URL 已更改：请重新输入 API Key（或删除已保存的 Key）。"
+            "已保存的 Key 绝不会发往新的地址。"
+        ),
+        "The context window must be at least {low} tokens (or blank for the model's own).": (
+            "上下文窗口至少为 {low} tokens（留空则使用模型自身的窗口）。"
+        ),
+        "Enter an http:// or https:// URL.": "请输入 http:// 或 https:// 开头的 URL。",
+    }
+)
+
+# Turn integrity and control (issue 14): queued input, Stop, failed turns with Retry.
+ZH.update(
+    {
+        "The compaction was cancelled; the history is unchanged": "压缩已取消，历史未改变",
+        "The conversation is too long for the model's context window": (
+            "对话超出了模型的上下文窗口"
+        ),
+        "Stopped. What the agent had written so far is kept.": (
+            "已停止。Agent 已写出的内容已保留。"
+        ),
+        "Nothing is running in this chat": "此对话中没有正在进行的任务",
+        "There is no failed or stopped turn to retry": "没有可重试的失败或已停止的回答",
+        "The agent is still working in this chat; stop it or wait for it to finish": (
+            "Agent 仍在此对话中工作；请先停止，或等它完成"
+        ),
+        "Check the model channel “%(channel)s” (%(model)s).": (
+            "请检查模型渠道“%(channel)s”（%(model)s）。"
+        ),
+        "%(what)s. %(check)s": "%(what)s。%(check)s",
+        "The agent could not answer: %(error)s": "Agent 未能回答：%(error)s",
+        "Retry": "重试",
+        "stopped": "已停止",
+        "Queued": "排队中",
+        "Queued messages": "排队中的消息",
+        "Stop": "停止",
+        "Stop the agent (Esc)": "停止 Agent（Esc）",
+    }
+)
+
+# No lost events, no frame too large, paged history (issue 14, items 4, 5, 8, 9).
+ZH.update(
+    {
+        "Only the beginning of this long message is shown.": "这条消息很长，只显示了开头部分。",
+        "Show the whole message": "显示完整消息",
+        "'%(name)s' must be a positive integer.": "“%(name)s”必须是正整数。",
+    }
+)
+
+# Strings shown only in English (an operator's admin messages).
 UNTRANSLATED = {
-    "This agent has no model channel yet. Add one (an Anthropic, OpenAI or DeepSeek key, or an OpenAI-compatible server such as Ollama or vLLM) on the model channel page, then choose it on the agent's page.",
-    "Something went wrong on the server; the chat can go on.",
-    "The agent stopped after its step limit; send a message to continue.",
-    "A compaction of this session is already in progress; this request was skipped.",
     "%(session)s: removed %(n)d messages, tokens %(before)d → %(after)d",
-    "系统提示过长：the system prompt alone exceeds the compaction threshold; shorten it on the agent's page.",
 }
 
-# English msgids are their own translation, except where the msgid is not English.
-EN: dict[str, str | list[str]] = {
-    "系统提示过长：the system prompt alone exceeds the compaction threshold; shorten it on the agent's page.": (
-        "The system prompt is too long: it alone exceeds the compaction threshold; shorten it "
-        "on the agent's page."
-    ),
-}
+# English msgids are their own translation.
+EN: dict[str, str | list[str]] = {}
 
 _ENTRY_KEY = re.compile(r'^(msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?) "(.*)"$')
 
@@ -419,6 +500,8 @@ def _unfuzzy(comment: str) -> str:
 
 def fill(path: Path, table: dict[str, str | list[str]], language: str, plurals: str) -> list[str]:
     entries = _parse(path.read_text(encoding="utf-8").splitlines())
+    # msgids no longer in the code (msgmerge keeps them as "#~" comments): dropped
+    entries = [e for e in entries if e["fields"]]
     missing: list[str] = []
     for entry in entries:
         fields = entry["fields"]

@@ -12,16 +12,9 @@ from django.core.checks import Error, Tags, Warning, register
 def check_production_settings(app_configs: Any = None, **kwargs: Any) -> list:
     if settings.DEBUG:
         return []
+    # DJANGO_DEBUG=0 without DJANGO_SECRET_KEY never gets here: the settings refuse to load.
     problems: list = []
-    if getattr(settings, "SECRET_KEY_IS_GENERATED", False):
-        problems.append(
-            Error(
-                "DJANGO_DEBUG=0 but DJANGO_SECRET_KEY is not set: the generated dev key is in use.",
-                hint="Set DJANGO_SECRET_KEY to a long random value.",
-                id="netaclaw.E001",
-            )
-        )
-    backend = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
+    backend = str(settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", ""))
     if backend.endswith("InMemoryChannelLayer"):
         problems.append(
             Warning(
@@ -40,3 +33,22 @@ def check_production_settings(app_configs: Any = None, **kwargs: Any) -> list:
             )
         )
     return problems
+
+
+@register()
+def check_frame_limits(app_configs: Any = None, **kwargs: Any) -> list:
+    """A client frame over Daphne's limit drops the connection before the consumer can
+    answer it: NETACLAW_MAX_FRAME_BYTES must stay well under it (issue 14)."""
+    frame = settings.NETACLAW["MAX_FRAME_BYTES"]
+    daphne = getattr(settings, "DAPHNE_WEBSOCKET_MAX_MESSAGE_SIZE", 1024 * 1024)
+    if frame < daphne:
+        return []
+    return [
+        Error(
+            f"NETACLAW_MAX_FRAME_BYTES ({frame}) is not below Daphne's WebSocket message "
+            f"limit ({daphne}): a frame between the two closes the socket with no error.",
+            hint="Lower NETACLAW_MAX_FRAME_BYTES, or raise DAPHNE_WEBSOCKET_MAX_MESSAGE_SIZE "
+            "together with daphne's --websocket-max-message-size.",
+            id="netaclaw.E002",
+        )
+    ]

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -39,6 +43,13 @@ def _dev_secret_key() -> str:
 
 DEBUG = _env_flag("DJANGO_DEBUG", True)
 SECRET_KEY_IS_GENERATED = not os.environ.get("DJANGO_SECRET_KEY")
+if SECRET_KEY_IS_GENERATED and not DEBUG:
+    # Whatever starts the server (Daphne directly, a command): never sign sessions and
+    # tokens in production with a key that sits in var/.
+    raise ImproperlyConfigured(
+        "DJANGO_DEBUG=0 needs DJANGO_SECRET_KEY: set it to a long random value "
+        "(the generated development key is never used in production)."
+    )
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _dev_secret_key()
 ALLOWED_HOSTS = [
     h.strip()
@@ -63,16 +74,20 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "django_htmx",
+    "axes",
+    "csp",
     "netaclaw",
     "system",
     "agents",
     "compaction",
+    "recall",
     "web",
     "channels_app",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -83,6 +98,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a login lockout into its answer
 ]
 
 ROOT_URLCONF = "netaclaw.urls"
@@ -100,6 +116,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
+                "web.context_processors.csp_nonce",
             ],
         },
     },
@@ -112,8 +129,12 @@ DATABASES = {
         # close_old_connections(), so with 0 each one opened a new PostgreSQL backend — most
         # of a chat turn's cost under load (bench.ws_load). Development and tests keep 0:
         # worker threads' connections would outlive the test database.
+        # No health checks (Django's default): Channels closes old connections around every
+        # ORM call of a socket, so each call would start with a ``SELECT 1`` round trip —
+        # two of a chat turn's ten statements (bench.ws_load). A connection the server
+        # dropped fails one call and is then replaced.
         conn_max_age=0 if DEBUG else 600,
-        conn_health_checks=not DEBUG,
+        conn_health_checks=False,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
@@ -164,7 +185,16 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {
+            # Channels' in-memory layer holds 100 messages per socket and drops the rest
+            # silently: a burst of 300 turns on one socket lost 125 of its 300 turn_done.
+            # Ours holds 10,000 per socket and, past that, makes the publisher wait (up to
+            # send_timeout seconds) instead of dropping (channels_app/layers.py).
+            "BACKEND": "channels_app.layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": 10_000, "expiry": 60, "send_timeout": 10},
+        }
+    }
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -172,6 +202,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one account,
+# or from one address, logins of that account / from that address are refused — the login
+# page and POST /api/auth/token/ alike — until AXES_COOLOFF_TIME has passed since the last
+# failure. Attempts and lockouts are in the admin (Axes → access attempts).
+AUTHENTICATION_BACKENDS = [
+    "web.accounts.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("NETACLAW_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("NETACLAW_LOGIN_COOLOFF_SECONDS", "900")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # per account and per address
+AXES_RESET_ON_SUCCESS = True
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the cool-off is not extended
+AXES_LOCKOUT_CALLABLE = "web.accounts.lockout_response"
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/chat/"
 LOGOUT_REDIRECT_URL = "login"
@@ -198,12 +243,44 @@ X_FRAME_OPTIONS = "DENY"
 if not DEBUG:
     SESSION_COOKIE_SECURE = _env_flag("DJANGO_SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+    # HTTPS only: plain HTTP is redirected, and browsers are told (HSTS) to use nothing
+    # else. Behind a TLS proxy run `daphne --proxy-headers` so X-Forwarded-Proto counts.
+    SECURE_SSL_REDIRECT = _env_flag("DJANGO_SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = _env_flag("DJANGO_SECURE_HSTS_PRELOAD", True)
+
+# Content-Security-Policy (django-csp), in every mode so development and the browser tests
+# run under it: scripts and styles from this server or carrying the response's nonce (the
+# htmx script tags and htmx's indicator style, ``inlineStyleNonce``), style attributes (the
+# token bar's width), sockets and requests to this origin only; no plugins, no framing.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        "style-src-attr": [UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "font-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "web.api_auth.ExpiringTokenAuthentication",
     ],
+    "DEFAULT_PARSER_CLASSES": [
+        "web.api_errors.JSONBodyParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "EXCEPTION_HANDLER": "web.api_errors.api_exception_handler",
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": None,
@@ -216,16 +293,39 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
 }
 
+# Daphne's own limit on a WebSocket message and frame, either way (autobahn closes the socket
+# over it: 1009 for one it receives, 1011 for one it would send). Read by Daphne's runserver;
+# `make run` passes the same figure to the daphne command (``--websocket-max-message-size``).
+# Far above MAX_FRAME_BYTES, so that an oversized client frame reaches the consumer and is
+# answered with an error instead of dropping the connection; only authenticated sockets are
+# accepted, so only they can send one.
+DAPHNE_WEBSOCKET_MAX_MESSAGE_SIZE = 8 * 1024 * 1024
+DAPHNE_WEBSOCKET_MAX_FRAME_SIZE = DAPHNE_WEBSOCKET_MAX_MESSAGE_SIZE
+
 # NetaClaw's own knobs.
-NETACLAW = {
+NETACLAW: dict[str, Any] = {
     # Seconds a compaction lease is held before another process may take it over.
     "COMPACTION_LEASE_SECONDS": int(os.environ.get("NETACLAW_COMPACTION_LEASE_SECONDS", "45")),
     # Seconds the auxiliary model may take to answer one summary request.
     "AUXILIARY_TIMEOUT_SECONDS": float(os.environ.get("NETACLAW_AUXILIARY_TIMEOUT", "120")),
     # Per-session tool workspaces live below this folder.
     "WORKSPACE_ROOT": Path(os.environ.get("NETACLAW_WORKSPACE_ROOT", VAR_DIR / "workspaces")),
-    # Largest WebSocket text frame accepted from a client, in bytes.
+    # Seconds an API token is valid after it was issued (0: no expiry); a password change
+    # deletes a user's tokens either way.
+    "TOKEN_TTL_SECONDS": int(os.environ.get("NETACLAW_TOKEN_TTL_SECONDS", str(30 * 86400))),
+    # Largest WebSocket text frame accepted from a client, in bytes: a larger one is
+    # answered with an ``error`` (frame_too_large). The server's own frames are at most
+    # this too, and never over 512 KiB (channels_app.framing).
     "MAX_FRAME_BYTES": int(os.environ.get("NETACLAW_MAX_FRAME_BYTES", str(256 * 1024))),
+    # Tool limits (agents.tools.limits): bytes one session's workspace may hold; seconds
+    # one tool call may take; bytes one write_file call may write; bytes of JSON arguments
+    # per tool call and per model step; tool calls run per model step.
+    "WORKSPACE_QUOTA_BYTES": int(os.environ.get("NETACLAW_WORKSPACE_QUOTA_BYTES", "20000000")),
+    "TOOL_TIMEOUT_SECONDS": float(os.environ.get("NETACLAW_TOOL_TIMEOUT_SECONDS", "30")),
+    "TOOL_WRITE_BYTES": int(os.environ.get("NETACLAW_TOOL_WRITE_BYTES", "1000000")),
+    "TOOL_ARGUMENT_BYTES": int(os.environ.get("NETACLAW_TOOL_ARGUMENT_BYTES", "1500000")),
+    "TOOL_STEP_ARGUMENT_BYTES": int(os.environ.get("NETACLAW_TOOL_STEP_ARGUMENT_BYTES", "3000000")),
+    "TOOL_CALLS_PER_STEP": int(os.environ.get("NETACLAW_TOOL_CALLS_PER_STEP", "16")),
 }
 
 LOGGING = {
@@ -238,5 +338,6 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # every login attempt at INFO; lockouts stay visible
     },
 }

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.translation import gettext_lazy as _
 
+from agents import configuration, services
 from agents.models import Agent, ChatSession, Message, ModelChannel
 from compaction.service import CompactionService
 from system.models import DictInfo, DictType
@@ -38,7 +39,14 @@ class ModelChannelAdminForm(forms.ModelForm):
         ]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or self.cleaned_data
+        if configuration.key_reentry_required(
+            channel=self.instance,
+            fields={k: data[k] for k in configuration.KEY_DESTINATION_FIELDS if k in data},
+            api_key=data.get("api_key"),
+            clear_api_key=bool(data.get("clear_api_key")),
+        ):
+            self.add_error("api_key", configuration.KEY_REENTRY_MESSAGE)
         if not data.get("api_key") and self.instance.pk and not data.get("clear_api_key"):
             data["api_key"] = self.instance.api_key
         if data.get("clear_api_key"):
@@ -75,8 +83,9 @@ class AgentAdmin(admin.ModelAdmin):
         "auxiliary_model_channel",
         "compaction_threshold_percent",
         "compaction_protect_first_n",
+        "search_history_enabled",
     ]
-    list_filter = ["compaction_strategy", "model_channel"]
+    list_filter = ["compaction_strategy", "search_history_enabled", "model_channel"]
     search_fields = ["name", "system_prompt"]
     raw_id_fields = ["owner"]
 
@@ -86,7 +95,7 @@ class MessageInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = [
+    readonly_fields = (
         "position",
         "role",
         "short_content",
@@ -95,8 +104,8 @@ class MessageInline(admin.TabularInline):
         "compacted_at",
         "compacted_into",
         "pruned_at",
-    ]
-    readonly_fields = fields
+    )
+    fields = readonly_fields
     ordering = ["position", "-is_compaction_summary", "-id"]
 
     @admin.display(description=_("content"))
@@ -153,6 +162,13 @@ class ChatSessionAdmin(admin.ModelAdmin):
                 self.message_user(
                     request, f"{session}: {outcome.reason}: {outcome.error}", messages.ERROR
                 )
+
+    def delete_model(self, request: Any, obj: ChatSession) -> None:
+        services.session_delete(session=obj)
+
+    def delete_queryset(self, request: Any, queryset: Any) -> None:
+        for session in queryset:  # one by one: each session's workspace goes with it
+            services.session_delete(session=session)
 
     @admin.display(boolean=True, description=_("auto-compaction paused"))
     def paused(self, obj: ChatSession) -> bool:

@@ -17,8 +17,11 @@ free for every other request and socket of the process meanwhile.
 
 from __future__ import annotations
 
+import gc
+import threading
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_not_required
@@ -31,14 +34,14 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serial
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import exceptions, serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
-from rest_framework.views import APIView, exception_handler
+from rest_framework.views import APIView
 
-from agents import configuration
+from agents import accounts, configuration, reasons
 from agents.access import (
     SessionNotFound,
     agent_for_user,
@@ -47,20 +50,24 @@ from agents.access import (
     sessions_for_user,
 )
 from agents.broadcast import apublish
+from agents.history_pages import MessageNotFound, history_page, message_for_session
 from agents.message_format import message_to_json
 from agents.models import Agent, ChatSession, ModelChannel
-from agents.selectors import HISTORY_VIEWS, history_load
+from agents.selectors import HISTORY_VIEWS, HistoryView
 from agents.services import session_create
 from chat.turn import read_token_update
 from compaction import service as compaction
 from system import dictionary
 from system.models import DictInfo
+from web.accounts import lockout_body
+from web.api_errors import JSONBodyParser, api_exception_handler, as_api_exception
 from web.serializers import (
     AgentSerializer,
     CompactRequestSerializer,
     CompactResultSerializer,
     DictInfoSerializer,
     ErrorSerializer,
+    MessagePageSerializer,
     MessageSerializer,
     ModelChannelSerializer,
     SessionCreateSerializer,
@@ -100,20 +107,33 @@ class TokenLoginView(ObtainAuthToken):
     """``POST /api/auth/token/`` ``{"username", "password"}`` → ``{"token"}``.
 
     Takes credentials only (no session or token authentication), so it needs no CSRF
-    token; bad credentials answer 400 with DRF's ``non_field_errors`` message.
+    token; bad credentials answer 400 with DRF's ``non_field_errors`` message. Throttled like
+    the login page (django-axes, per account and per address): locked out, it answers 429
+    ``{"detail", "reason": "login_locked", "retry_after"}``, even to the right password. An
+    expired token is replaced by a new one.
     """
 
     authentication_classes = ()
+    parser_classes = (JSONBodyParser, FormParser, MultiPartParser)
 
     @extend_schema(
         auth=[],
         responses={
             200: inline_serializer("AuthTokenResponse", {"token": serializers.CharField()}),
             400: OpenApiTypes.OBJECT,
+            429: OpenApiTypes.OBJECT,
         },
     )
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().post(request, *args, **kwargs)
+        body = self.get_serializer(data=request.data)
+        if not body.is_valid():
+            if getattr(request, "axes_locked_out", False):  # set on DRF's request by axes
+                locked = lockout_body()  # the view runs in the request's language
+                retry_after = {"Retry-After": str(locked["retry_after"])}
+                return Response(locked, status=429, headers=retry_after)
+            raise exceptions.ValidationError(body.errors)
+        token = accounts.token_issue(user=body.validated_data["user"])
+        return Response({"token": token.key})
 
 
 # --- sessions -------------------------------------------------------------------------
@@ -143,7 +163,83 @@ class SessionDetailView(ApiView):
         return Response(SessionSerializer(_own_session(request, session_id)).data)
 
 
+MESSAGES_DEFAULT_LIMIT = 100
+MESSAGES_MAX_LIMIT = 500
+# A page also stops before its text passes this many characters (at least one message is
+# sent): 500 tool outputs of a megabyte each would otherwise be one 500 MB response.
+MESSAGES_PAGE_CHARS = 2_000_000
+
+
+class _GarbageBudget:
+    """A full garbage collection once every ``budget`` characters of history served.
+
+    A sent response is still reachable from a reference cycle — Django's ASGI handler keeps
+    it in the frame a client's disconnect traceback holds, DRF puts it into its own
+    ``renderer_context`` — until the collector's oldest generation runs, which a server
+    process does rarely (``netaclaw.startup_heap``: young collections every 10,000
+    allocations, the start-up heap frozen). Large pages read over and over then piled up
+    (one process: +1 GiB, dropping to 226 MiB on one ``gc.collect()``). Collecting after
+    every few megabytes of pages keeps a process flat; with the heap frozen a collection
+    walks only what was made since start-up (a few milliseconds).
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.pending = 0
+        self._lock = threading.Lock()
+
+    def spend(self, chars: int) -> None:
+        with self._lock:
+            self.pending += chars
+            due = self.pending >= self.budget
+            if due:
+                self.pending = 0
+        if due:
+            gc.collect()
+
+
+_history_garbage = _GarbageBudget(budget=4 * MESSAGES_PAGE_CHARS)
+
+
+def _page_chars(messages: list[Any]) -> int:
+    return sum(len(m.content) for m in messages)
+
+
+class _BadQuery(ValueError):
+    """A bad query parameter: answered 400 ``{"error", "reason"}``."""
+
+    def __init__(self, error: str, reason: str) -> None:
+        super().__init__(error)
+        self.body = {"error": error, "reason": reason}
+
+
+def _history_view(request: Request) -> HistoryView:
+    view = request.query_params.get("view", "compacted")
+    if view not in HISTORY_VIEWS:
+        error = _("Unknown view %(view)r; use 'compacted' or 'full'.") % {"view": view}
+        raise _BadQuery(error, "bad_view")
+    return view  # type: ignore[return-value]
+
+
+def _positive_int(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name, "")
+    if raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18) or int(raw) < 1:
+        error = _("'%(name)s' must be a positive integer.") % {"name": name}
+        raise _BadQuery(error, f"bad_{name}")
+    return int(raw)
+
+
 class SessionMessagesView(ApiView):
+    """One page of a session's history: ``?limit=N&before=<message id>`` (CONTRACT §4).
+
+    The whole history of a long session is tens of megabytes: it is ``export_session``'s
+    job. A page is at most ``MESSAGES_MAX_LIMIT`` messages and about ``MESSAGES_PAGE_CHARS``
+    characters of text, oldest first; ``next`` fetches the page before it (the same view and
+    limit), null on the first page of the history.
+    """
+
     @extend_schema(
         parameters=[
             SESSION_ID,
@@ -155,46 +251,108 @@ class SessionMessagesView(ApiView):
                 description="compacted: what the model sees (summaries, not what they "
                 "replaced); full: everything, each summary before the span it replaced.",
             ),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 1, "maximum": MESSAGES_MAX_LIMIT},
+                default=MESSAGES_DEFAULT_LIMIT,
+                description=f"Messages per page: {MESSAGES_DEFAULT_LIMIT} by default, at "
+                f"most {MESSAGES_MAX_LIMIT} (a larger limit is cut to {MESSAGES_MAX_LIMIT}). "
+                f"A page of very long messages holds fewer: it stops before "
+                f"{MESSAGES_PAGE_CHARS:,} characters of text (one message at least); follow "
+                "`next` until it is null.",
+            ),
+            OpenApiParameter(
+                "before",
+                {"type": "integer", "minimum": 1},
+                description="A message id of this session: the page ends right before it "
+                "(in the history's order). Absent: the newest page.",
+            ),
         ],
-        responses={200: MessageSerializer(many=True), 400: ErrorSerializer},
+        responses={200: MessagePageSerializer, 400: ErrorSerializer},
     )
     def get(self, request: Request, session_id: str) -> Response:
         session = _own_session(request, session_id)
-        view = request.query_params.get("view", "compacted")
-        if view not in HISTORY_VIEWS:
-            return Response(
-                {
-                    "error": _("Unknown view %(view)r; use 'compacted' or 'full'.")
-                    % {"view": view},
-                    "reason": "bad_view",
-                },
-                status=status.HTTP_400_BAD_REQUEST,
+        try:
+            view = _history_view(request)
+            limit = min(
+                _positive_int(request, "limit") or MESSAGES_DEFAULT_LIMIT, MESSAGES_MAX_LIMIT
             )
-        messages = history_load(session=session, view=view)
-        return Response([message_to_json(m, view=view) for m in messages])
+            before = _positive_int(request, "before")
+        except _BadQuery as exc:
+            return Response(exc.body, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            page = history_page(
+                session=session,
+                view=view,
+                before_id=before,
+                size=limit,
+                max_chars=MESSAGES_PAGE_CHARS,
+            )
+        except MessageNotFound as exc:
+            raise exceptions.NotFound(_("No such message.")) from exc
+        _history_garbage.spend(_page_chars(page.messages))
+        next_url = None
+        if page.has_earlier:
+            query = urlencode({"view": view, "limit": limit, "before": page.first_id})
+            next_url = request.build_absolute_uri(f"{request.path}?{query}")
+        return Response(
+            {
+                "results": [message_to_json(m, view=view) for m in page.messages],
+                "next": next_url,
+            }
+        )
+
+
+class SessionMessageDetailView(ApiView):
+    """One whole message (``GET /api/sessions/<id>/messages/<message id>/``): where a socket
+    event that carried only a preview of a large message (``truncated``) points."""
+
+    @extend_schema(
+        parameters=[
+            SESSION_ID,
+            OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH),
+            OpenApiParameter(
+                "view", OpenApiTypes.STR, enum=list(HISTORY_VIEWS), default="compacted"
+            ),
+        ],
+        responses={200: MessageSerializer, 400: ErrorSerializer},
+        operation_id="sessions_message_retrieve",  # unique: check --deploy stays clean
+    )
+    def get(self, request: Request, session_id: str, message_id: int) -> Response:
+        session = _own_session(request, session_id)
+        try:
+            view = _history_view(request)
+        except _BadQuery as exc:
+            return Response(exc.body, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            message = message_for_session(session=session, message_id=message_id)
+        except MessageNotFound as exc:
+            raise exceptions.NotFound(_("No such message.")) from exc
+        _history_garbage.spend(_page_chars([message]))
+        return Response(message_to_json(message, view=view))
 
 
 # --- compaction -----------------------------------------------------------------------
 
-# CompactionOutcome.reason → HTTP status. 409: try again later (another compaction of
-# the session is running, or the history moved under it); 422: the session or its
-# configuration must change first; 502: the auxiliary model failed.
+# Every reason a compaction can end with → its HTTP status, read from the one reason table
+# (agents.reasons: the socket's reasons, the page's texts and these statuses). 409: try again
+# (a race lost: another compaction of the session, a history that moved under it, a stop);
+# 422: the session or its configuration must change first; 502: the auxiliary model
+# failed; 500: the server could not store the result.
 COMPACTION_FAILURE_STATUS: dict[str, int] = {
-    "in_progress": status.HTTP_409_CONFLICT,
-    "span_changed": status.HTTP_409_CONFLICT,
-    "no_auxiliary_model": status.HTTP_422_UNPROCESSABLE_ENTITY,
-    "nothing_to_compact": status.HTTP_422_UNPROCESSABLE_ENTITY,
-    "oversized_message": status.HTTP_422_UNPROCESSABLE_ENTITY,
-    "system_prompt_too_long": status.HTTP_422_UNPROCESSABLE_ENTITY,
-    "summary_too_short": status.HTTP_502_BAD_GATEWAY,
-    "timeout": status.HTTP_502_BAD_GATEWAY,
-    "upstream_error": status.HTTP_502_BAD_GATEWAY,
-    "rate_limited": status.HTTP_502_BAD_GATEWAY,
-    "invalid_response": status.HTTP_502_BAD_GATEWAY,
-    "connection_error": status.HTTP_502_BAD_GATEWAY,
-    "auth_error": status.HTTP_502_BAD_GATEWAY,
-    "bad_request": status.HTTP_502_BAD_GATEWAY,
+    reason: reasons.http_status(reason) for reason in sorted(reasons.COMPACTION_OUTCOMES)
 }
+_STATUS_MEANING = {
+    409: "try again later",
+    422: "change the session or its configuration first",
+    500: "the server could not store the result",
+    502: "the auxiliary model failed",
+}
+_STATUS_MEANING_DOC = " ".join(
+    f"{code} {' / '.join(sorted(r for r, c in COMPACTION_FAILURE_STATUS.items() if c == code))}: "
+    f"{meaning}."
+    for code, meaning in _STATUS_MEANING.items()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +363,8 @@ class CompactRequest:
 
 def _error_reason_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, with the body reshaped to the compact endpoint's ``{"error", "reason"}``."""
-    response = exception_handler(exc, context)
+    exc = as_api_exception(exc)
+    response = api_exception_handler(exc, context)
     if response is None or not isinstance(exc, exceptions.APIException):
         return response
     if isinstance(exc, exceptions.ValidationError):
@@ -231,7 +390,7 @@ class SessionCompactGate(ApiView):
     endpoint from ``post`` below.
     """
 
-    parser_classes = [JSONParser]
+    parser_classes = [JSONBodyParser]
 
     def get_exception_handler(self) -> Any:
         return _error_reason_handler
@@ -244,7 +403,7 @@ class SessionCompactGate(ApiView):
         try:
             self.initial(drf_request, session_id=session_id)
             if drf_request.method != "POST":
-                raise exceptions.MethodNotAllowed(drf_request.method)
+                raise exceptions.MethodNotAllowed(drf_request.method or "")
             return self.post(drf_request, session_id)
         except Exception as exc:
             return self.respond(self.handle_exception(exc))
@@ -258,19 +417,15 @@ class SessionCompactGate(ApiView):
             404: ErrorSerializer,
             409: ErrorSerializer,
             422: ErrorSerializer,
+            500: ErrorSerializer,
             502: ErrorSerializer,
         },
         description=(
-            "Compact the session now (reason manual) and wait for the result. "
-            "409 in_progress: another compaction of this session is running. "
-            "422 no_auxiliary_model / nothing_to_compact / oversized_message / "
-            "system_prompt_too_long: change the session or configuration first. "
-            "502 timeout / upstream_error / rate_limited / invalid_response / "
-            "connection_error / summary_too_short: the auxiliary model failed; "
-            "the history is unchanged."
+            "Compact the session now (reason manual) and wait for the result. On failure the "
+            "history is unchanged and the body is {error, reason}. " + _STATUS_MEANING_DOC
         ),
     )
-    def post(self, request: Request, session_id: str) -> CompactRequest:  # type: ignore[override]
+    def post(self, request: Request, session_id: str) -> CompactRequest:
         """Validation only: the compaction itself runs in ``session_compact``."""
         session = _own_session(request, session_id)
         body = CompactRequestSerializer(data=request.data)
@@ -295,17 +450,14 @@ def _outcome_response(outcome: Any) -> Response:
         )
     if outcome.status == "skipped":
         reason = "in_progress"
-        message = _("A compaction of this session is already running; try again shortly.")
+        message = reasons.message(reason)  # in the request's language
     else:
-        reason = outcome.reason or ("nothing_to_compact" if outcome.status == "nothing" else "")
-        message = outcome.error or _("The compaction failed.")
-    default = (
-        status.HTTP_422_UNPROCESSABLE_ENTITY
-        if outcome.status == "nothing"
-        else status.HTTP_500_INTERNAL_SERVER_ERROR
-    )
-    code = COMPACTION_FAILURE_STATUS.get(reason, default)
-    return Response({"error": message, "reason": reason or "internal_error"}, status=code)
+        fallback = "nothing_to_compact" if outcome.status == "nothing" else "internal_error"
+        reason = outcome.reason or fallback
+        message = outcome.error or reasons.wire_text(
+            reason if reason in reasons.REASONS else fallback
+        )
+    return Response({"error": message, "reason": reason}, status=reasons.http_status(reason))
 
 
 @login_not_required

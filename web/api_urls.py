@@ -17,6 +17,11 @@ urlpatterns = [
         api.SessionMessagesView.as_view(),
         name="session-messages",
     ),
+    path(
+        "sessions/<str:session_id>/messages/<int:message_id>/",
+        api.SessionMessageDetailView.as_view(),
+        name="session-message",
+    ),
     path("sessions/<str:session_id>/compact/", api.session_compact, name="session-compact"),
     path("agents/", api.AgentListView.as_view(), name="agent-list"),
     path("agents/<int:agent_id>/", api.AgentDetailView.as_view(), name="agent-detail"),

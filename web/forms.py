@@ -6,17 +6,42 @@ from typing import Any
 
 from django import forms
 from django.db.models import QuerySet
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
-from agents.models import Agent, CompactionStrategy, ModelChannel, Provider
+from agents.models import (
+    PROTECT_FIRST_N_DEFAULT,
+    PROTECT_FIRST_N_MAX,
+    PROTECT_FIRST_N_MIN,
+    THRESHOLD_PERCENT_DEFAULT,
+    THRESHOLD_PERCENT_MAX,
+    THRESHOLD_PERCENT_MIN,
+    Agent,
+    CompactionStrategy,
+    ModelChannel,
+    Provider,
+)
+from agents.validation import (
+    CONTEXT_WINDOW_MIN,
+    THRESHOLD_PERCENT_STEP,
+    validate_base_url,
+    validate_context_window,
+    validate_protect_first_n,
+    validate_threshold_percent,
+)
 
-THRESHOLD_MIN, THRESHOLD_MAX, THRESHOLD_STEP, THRESHOLD_DEFAULT = 30, 95, 5, 70
-PROTECT_MIN, PROTECT_MAX, PROTECT_DEFAULT = 1, 10, 3
-
-_THRESHOLD_RANGE = _("The trigger threshold must be between 30% and 95%, in steps of 5%.")
-_THRESHOLD_INVALID = _("Enter the trigger threshold as a whole number between 30 and 95.")
-_PROTECT_RANGE = _("The protected head must be between 1 and 10 messages.")
-_PROTECT_INVALID = _("Enter the protected head as a whole number between 1 and 10.")
+_THRESHOLD = {
+    "low": THRESHOLD_PERCENT_MIN,
+    "high": THRESHOLD_PERCENT_MAX,
+    "step": THRESHOLD_PERCENT_STEP,
+}
+_PROTECT = {"low": PROTECT_FIRST_N_MIN, "high": PROTECT_FIRST_N_MAX}
+_THRESHOLD_INVALID = format_lazy(
+    _("Enter the trigger threshold as a whole number between {low} and {high}."), **_THRESHOLD
+)
+_PROTECT_INVALID = format_lazy(
+    _("Enter the protected head as a whole number between {low} and {high}."), **_PROTECT
+)
 
 
 class NewChatForm(forms.Form):
@@ -65,32 +90,59 @@ class AgentForm(forms.Form):
         widget=forms.NumberInput(
             attrs={
                 "type": "range",
-                "min": THRESHOLD_MIN,
-                "max": THRESHOLD_MAX,
-                "step": THRESHOLD_STEP,
+                "min": THRESHOLD_PERCENT_MIN,
+                "max": THRESHOLD_PERCENT_MAX,
+                "step": THRESHOLD_PERCENT_STEP,
             }
+        ),
+        help_text=format_lazy(
+            _(
+                "{low}%–{high}%, in steps of {step}%. Automatic compaction starts when the "
+                "context reaches this share of the model's window."
+            ),
+            **_THRESHOLD,
         ),
         error_messages={"invalid": _THRESHOLD_INVALID},
     )
     compaction_protect_first_n = forms.IntegerField(
         label=_("Protected head"),
         required=False,
-        widget=forms.NumberInput(attrs={"min": PROTECT_MIN, "max": PROTECT_MAX, "step": 1}),
+        widget=forms.NumberInput(
+            attrs={"min": PROTECT_FIRST_N_MIN, "max": PROTECT_FIRST_N_MAX, "step": 1}
+        ),
+        help_text=format_lazy(
+            _("{low}–{high} messages at the start of the chat are never compacted."), **_PROTECT
+        ),
         error_messages={"invalid": _PROTECT_INVALID},
     )
+    compaction_reground = forms.BooleanField(
+        label=_("Rebuild summaries from the originals"),
+        required=False,
+        help_text=_(
+            "Every compaction summarizes the original messages again instead of updating the "
+            "previous summary; it happens anyway once summaries of summaries run three deep."
+        ),
+    )
+    search_history_enabled = forms.BooleanField(
+        label=_("Search the compacted history"),
+        required=False,
+        help_text=_(
+            "The agent may search and read the original messages that compaction replaced "
+            "(the search_history and read_history_message tools)."
+        ),
+    )
+    threshold_default = THRESHOLD_PERCENT_DEFAULT
 
+    # One clear message per field, whatever rule is broken: the rules the API and the model
+    # apply too (agents.validation).
     def clean_compaction_threshold_percent(self) -> int | None:
         value = self.cleaned_data.get("compaction_threshold_percent")
-        if value is not None and (
-            not THRESHOLD_MIN <= value <= THRESHOLD_MAX or value % THRESHOLD_STEP
-        ):
-            raise forms.ValidationError(_THRESHOLD_RANGE, code="range")
+        validate_threshold_percent(value)
         return value
 
     def clean_compaction_protect_first_n(self) -> int | None:
         value = self.cleaned_data.get("compaction_protect_first_n")
-        if value is not None and not PROTECT_MIN <= value <= PROTECT_MAX:
-            raise forms.ValidationError(_PROTECT_RANGE, code="range")
+        validate_protect_first_n(value)
         return value
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -109,6 +161,8 @@ class AgentForm(forms.Form):
             "compaction_strategy": agent.compaction_strategy,
             "compaction_threshold_percent": agent.compaction_threshold_percent,
             "compaction_protect_first_n": agent.compaction_protect_first_n,
+            "compaction_reground": agent.compaction_reground,
+            "search_history_enabled": agent.search_history_enabled,
         }
 
     def settings(self) -> dict[str, Any]:
@@ -117,9 +171,9 @@ class AgentForm(forms.Form):
         if not data.get("compaction_strategy"):
             data["compaction_strategy"] = CompactionStrategy.LOSSY
         if data.get("compaction_threshold_percent") is None:
-            data["compaction_threshold_percent"] = THRESHOLD_DEFAULT
+            data["compaction_threshold_percent"] = THRESHOLD_PERCENT_DEFAULT
         if data.get("compaction_protect_first_n") is None:
-            data["compaction_protect_first_n"] = PROTECT_DEFAULT
+            data["compaction_protect_first_n"] = PROTECT_FIRST_N_DEFAULT
         return data
 
 
@@ -133,6 +187,7 @@ class ChannelForm(forms.Form):
         required=False,
         max_length=500,
         assume_scheme="https",
+        validators=[validate_base_url],
         widget=forms.URLInput(attrs={"placeholder": "http://127.0.0.1:11434/v1"}),
         help_text=_(
             "Required for OpenAI-compatible servers, e.g. Ollama http://127.0.0.1:11434/v1 "
@@ -155,7 +210,8 @@ class ChannelForm(forms.Form):
     context_window = forms.IntegerField(
         label=_("Context window (tokens)"),
         required=False,
-        min_value=1024,
+        min_value=CONTEXT_WINDOW_MIN,
+        validators=[validate_context_window],
         help_text=_("Leave blank to use the known window of the model."),
     )
     is_auxiliary = forms.BooleanField(

@@ -9,69 +9,19 @@ the page or arrived a second ago (DESIGN 7). Pure presentation: no queries.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from django.utils.functional import Promise
-from django.utils.translation import gettext
-from django.utils.translation import gettext_lazy as _
-
-from agents.services import SYSTEM_TYPE_COMPACTION
+from agents.events import MeterReading
+from agents.reasons import TurnFailure, user_text
+from agents.services import SYSTEM_TYPE_COMPACTION, SYSTEM_TYPE_TURN
 from compaction.trigger import pause_label
 
 MessageKind = Literal["user", "assistant", "tool", "summary", "event", "system"]
 MeterState = Literal["ok", "warn", "danger"]
 
 DANGER_PERCENT = 90
-
-
-# What the page says for a failure ``reason``. The stored ``error`` is written for programs
-# and logs (the compaction service's are "中文 (English)", the model adapters' English), so a
-# page in either language would show the other one; the reason says the same in its own.
-COMPACTION_FAILURES: dict[str, Promise] = {
-    "no_auxiliary_model": _("No auxiliary model is configured"),
-    "nothing_to_compact": _("There is nothing to compact yet"),
-    "oversized_message": _("One message is too large to compact; consider splitting it"),
-    "system_prompt_too_long": _(
-        "The system prompt alone exceeds the threshold; shorten it on the agent's page"
-    ),
-    "no_gain": _("A summary would not save any tokens"),
-    "summary_too_short": _("The summary came back empty or unusually short"),
-    "history_changed": _("The history changed during the compaction; try again"),
-    "storage_error": _("The summary could not be stored"),
-}
-# The model adapters' reasons (llm.errors); their text is "<head> (HTTP n): <detail>",
-# and the detail is the provider's own words, shown as they are.
-PROVIDER_FAILURES: dict[str, Promise] = {
-    "timeout": _("The model did not answer in time"),
-    "rate_limited": _("The model provider is rate limiting requests"),
-    "upstream_error": _("The model provider failed"),
-    "invalid_response": _("The model provider sent a response that could not be read"),
-    "connection_error": _("Could not connect to the model provider"),
-    "auth_error": _("The model provider refused the API key"),
-    "bad_request": _("The model provider rejected the request"),
-}
-_HTTP_STATUS = re.compile(r"\s*\(HTTP (\d{3})\)")
-
-
-def failure_text(reason: str | None, error: str) -> str:
-    """``error`` in the active language, by its ``reason``; an unknown reason keeps ``error``."""
-    known = COMPACTION_FAILURES.get(reason or "")
-    if known is not None:
-        return str(known)
-    head = PROVIDER_FAILURES.get(reason or "")
-    if head is None:
-        return error
-    status = _HTTP_STATUS.search(error)
-    _sentence, colon, detail = _HTTP_STATUS.sub("", error).partition(": ")
-    text = str(head)
-    if status:
-        text = gettext("%(what)s (HTTP %(status)s)") % {"what": text, "status": status.group(1)}
-    if colon and detail.strip():
-        text = gettext("%(what)s: %(detail)s") % {"what": text, "detail": detail.strip()}
-    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +33,11 @@ class ToolCallView:
 
 @dataclass(frozen=True, slots=True)
 class EventView:
-    """A stored system event (seed §8.3): a compaction that finished or failed."""
+    """A stored system event (seed §8.3): a compaction that finished or failed, or a chat
+    turn that failed or was stopped (``is_turn``: its bubble offers Retry)."""
 
     system_type: str
-    status: Literal["done", "failed", "other"]
+    status: Literal["done", "failed", "stopped", "other"]
     removed_count: int
     saved_percent: int
     tokens_before: int | None
@@ -94,11 +45,28 @@ class EventView:
     error: str
     reason: str
     summary_message_id: int | None
+    http_status: str = ""  # a failed turn: the provider's status, its words, the channel
+    detail: str = ""
+    channel: str = ""
+    model: str = ""
+
+    @property
+    def is_turn(self) -> bool:
+        return self.system_type == SYSTEM_TYPE_TURN
 
     @property
     def error_text(self) -> str:
         """The failure in the page's language (rendered under the active translation)."""
-        return failure_text(self.reason, self.error)
+        if self.is_turn and self.status == "failed":
+            failure = TurnFailure(
+                self.reason or "internal_error",
+                self.http_status,
+                self.detail,
+                self.channel,
+                self.model,
+            )
+            return failure.user_text()
+        return user_text(self.reason, self.error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +83,13 @@ class MessageView:
     tool_name: str = ""
     tool_is_error: bool = False
     event: EventView | None = None
+    queued: bool = False  # sent while a turn ran: a chip under it until a turn answers it
+    stopped: bool = False  # an answer (or a tool call's result) cut by a stop
+    truncated: bool = False  # a socket event's preview of a large message (channels_app.framing)
+
+    @property
+    def queued_dom_id(self) -> str:
+        return f"queued-{self.id}" if self.id is not None else ""
 
     @property
     def dom_id(self) -> str:
@@ -152,8 +127,11 @@ def event_view(
     system_type = str(metadata.get("systemType") or "")
     raw_status = str(status or metadata.get("status") or metadata.get("event") or "").lower()
     error = str(_first(metadata, "error", "errorMessage") or fallback_error or "")
-    if raw_status in {"failed", "compaction_failed", "error"} or (not raw_status and error):
-        resolved: Literal["done", "failed", "other"] = "failed"
+    resolved: Literal["done", "failed", "stopped", "other"]
+    if raw_status == "stopped":
+        resolved = "stopped"
+    elif raw_status in {"failed", "compaction_failed", "error"} or (not raw_status and error):
+        resolved = "failed"
     elif raw_status in {"done", "compaction_done", "ok", "success"} or (
         not raw_status and system_type == SYSTEM_TYPE_COMPACTION
     ):
@@ -174,6 +152,10 @@ def event_view(
         summary_message_id=_optional_int(
             _first(metadata, "summaryMessageId", "summary_message_id")
         ),
+        http_status=str(metadata.get("httpStatus") or ""),
+        detail=str(metadata.get("detail") or ""),
+        channel=str(metadata.get("channel") or ""),
+        model=str(metadata.get("model") or ""),
     )
 
 
@@ -232,44 +214,53 @@ def message_view(data: dict[str, Any]) -> MessageView:
         tool_call_id=str(data.get("tool_call_id") or ""),
         tool_name=str(metadata.get("toolName") or ""),
         tool_is_error=bool(metadata.get("isError")),
+        queued=bool(data.get("queued")),
+        stopped=bool(metadata.get("stopped")),
+        truncated=bool(data.get("truncated")),
         event=event_view(metadata, fallback_error=str(data.get("content") or ""))
         if kind == "event"
         else None,
     )
 
 
-class MeterFigures(Protocol):
-    """What ``agents.meter.MeterReading`` and ``agents.events.TokenUpdate`` share."""
-
-    used_tokens: int
-    max_tokens: int
-    threshold_percent: int
-    estimated: bool
-    input_tokens: int
-    output_tokens: int
-    api_calls: int
-    compaction_count: int
-    tool_tokens: int
-    compacting: bool
-    paused_reason: str
-
-
 @dataclass(frozen=True, slots=True)
 class MeterView:
-    """The token bar and status line (seed §8.1)."""
+    """The token bar and status line (seed §8.1) of one meter reading (a ``TokenUpdate``
+    is one too)."""
 
-    used: int
-    max: int
-    threshold_percent: int
-    percent: float
-    estimated: bool
-    input_tokens: int
-    output_tokens: int
-    tool_tokens: int
-    api_calls: int
-    compaction_count: int
-    compacting: bool
-    paused_reason: str = ""
+    reading: MeterReading
+
+    @property
+    def used(self) -> int:
+        return max(0, self.reading.used_tokens)
+
+    @property
+    def max(self) -> int:
+        return max(0, self.reading.max_tokens)
+
+    @property
+    def percent(self) -> float:
+        return round(100.0 * self.used / self.max, 1) if self.max else 0.0
+
+    @property
+    def threshold_percent(self) -> int:
+        return self.reading.threshold_percent
+
+    @property
+    def estimated(self) -> bool:
+        return self.reading.estimated
+
+    @property
+    def compaction_count(self) -> int:
+        return self.reading.compaction_count
+
+    @property
+    def compacting(self) -> bool:
+        return self.reading.compacting
+
+    @property
+    def paused_reason(self) -> str:
+        return self.reading.paused_reason
 
     @property
     def paused_label(self) -> str:
@@ -309,31 +300,12 @@ class MeterView:
     def breakdown_display(self) -> dict[str, str]:
         """The hover breakdown's figures, grouped like the status line's (12,345)."""
         return {
-            "input": f"{self.input_tokens:,}",
-            "output": f"{self.output_tokens:,}",
-            "tool": f"{self.tool_tokens:,}",
-            "calls": f"{self.api_calls:,}",
+            "input": f"{self.reading.input_tokens:,}",
+            "output": f"{self.reading.output_tokens:,}",
+            "tool": f"{self.reading.tool_tokens:,}",
+            "calls": f"{self.reading.api_calls:,}",
         }
 
     @property
     def percent_display(self) -> str:
         return f"{self.percent:.0f}"
-
-
-def meter_view(figures: MeterFigures) -> MeterView:
-    used, maximum = max(0, figures.used_tokens), max(0, figures.max_tokens)
-    percent = round(100.0 * used / maximum, 1) if maximum else 0.0
-    return MeterView(
-        used=used,
-        max=maximum,
-        threshold_percent=figures.threshold_percent,
-        percent=percent,
-        estimated=figures.estimated,
-        input_tokens=figures.input_tokens,
-        output_tokens=figures.output_tokens,
-        tool_tokens=figures.tool_tokens,
-        api_calls=figures.api_calls,
-        compaction_count=figures.compaction_count,
-        compacting=figures.compacting,
-        paused_reason=figures.paused_reason,
-    )

@@ -15,12 +15,27 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from agents.access import agent_for_user
-from agents.models import Agent, ChatSession, CompactionStrategy, ModelChannel, Provider
+from agents.models import (
+    PROTECT_FIRST_N_DEFAULT,
+    PROTECT_FIRST_N_MAX,
+    PROTECT_FIRST_N_MIN,
+    THRESHOLD_PERCENT_DEFAULT,
+    THRESHOLD_PERCENT_MAX,
+    THRESHOLD_PERCENT_MIN,
+    Agent,
+    ChatSession,
+    CompactionStrategy,
+    ModelChannel,
+    Provider,
+)
+from agents.validation import (
+    validate_base_url,
+    validate_context_window,
+    validate_threshold_step,
+)
 from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY
 from system.models import DictInfo
 
-THRESHOLD_MIN, THRESHOLD_MAX = 30, 95
-PROTECT_MIN, PROTECT_MAX = 1, 10
 INSTRUCTIONS_MAX_CHARS = 2000
 
 
@@ -121,6 +136,13 @@ class MessageSerializer(serializers.Serializer):
     tool_call_id = serializers.CharField(required=False)
 
 
+class MessagePageSerializer(serializers.Serializer):
+    """One page of a history (documentation only): oldest first; ``next`` the page before."""
+
+    results = MessageSerializer(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
 # --- agents ---------------------------------------------------------------------------
 
 
@@ -145,20 +167,23 @@ class AgentSerializer(serializers.ModelSerializer):
         choices=CompactionStrategy.choices, required=False, default=CompactionStrategy.LOSSY
     )
     compaction_threshold_percent = serializers.IntegerField(
-        min_value=THRESHOLD_MIN,
-        max_value=THRESHOLD_MAX,
+        min_value=THRESHOLD_PERCENT_MIN,
+        max_value=THRESHOLD_PERCENT_MAX,
         required=False,
-        default=70,
+        default=THRESHOLD_PERCENT_DEFAULT,
         error_messages=_range_messages(
-            "compaction_threshold_percent", THRESHOLD_MIN, THRESHOLD_MAX
+            "compaction_threshold_percent", THRESHOLD_PERCENT_MIN, THRESHOLD_PERCENT_MAX
         ),
+        validators=[validate_threshold_step],  # the page's and the model's rule too
     )
     compaction_protect_first_n = serializers.IntegerField(
-        min_value=PROTECT_MIN,
-        max_value=PROTECT_MAX,
+        min_value=PROTECT_FIRST_N_MIN,
+        max_value=PROTECT_FIRST_N_MAX,
         required=False,
-        default=3,
-        error_messages=_range_messages("compaction_protect_first_n", PROTECT_MIN, PROTECT_MAX),
+        default=PROTECT_FIRST_N_DEFAULT,
+        error_messages=_range_messages(
+            "compaction_protect_first_n", PROTECT_FIRST_N_MIN, PROTECT_FIRST_N_MAX
+        ),
     )
 
     class Meta:
@@ -174,6 +199,8 @@ class AgentSerializer(serializers.ModelSerializer):
             "compaction_strategy",
             "compaction_threshold_percent",
             "compaction_protect_first_n",
+            "compaction_reground",
+            "search_history_enabled",
             "created_at",
             "updated_at",
         ]
@@ -233,7 +260,11 @@ class ModelChannelSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = ["id", "has_api_key", "created_at", "updated_at"]
-        extra_kwargs = {"context_window": {"min_value": 1}}
+        # the channel page's rules (agents.validation): http(s) only, at least 1024 tokens
+        extra_kwargs = {
+            "base_url": {"validators": [validate_base_url]},
+            "context_window": {"validators": [validate_context_window]},
+        }
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         instance: ModelChannel | None = self.instance

@@ -11,5 +11,6 @@ urlpatterns = [
     path("new/", views.session_new, name="new"),
     path("<uuid:session_id>/", views.session_detail, name="session"),
     path("<uuid:session_id>/messages/", views.session_messages, name="messages"),
+    path("<uuid:session_id>/messages/<int:message_id>/", views.message_detail, name="message"),
     path("<uuid:session_id>/summary/<int:message_id>/", views.summary_detail, name="summary"),
 ]

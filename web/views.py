@@ -20,16 +20,18 @@ from agents.configuration import agent_editable
 from agents.history_pages import (
     MessageNotFound,
     history_page,
+    message_for_session,
     summary_for_session,
 )
 from agents.message_format import message_to_json
 from agents.meter import meter_read
 from agents.models import Agent, ChatSession
-from agents.selectors import HistoryView
+from agents.selectors import HistoryView, queued_messages, turn_lease_expiry
 from agents.services import session_create
+from chat.control import TURN, holder_kind
 from compaction.core.prompts import summary_body
 from web.forms import NewChatForm
-from web.presentation import message_view, meter_view
+from web.presentation import MeterView, message_view
 
 SIDEBAR_SIZE = 50
 
@@ -79,6 +81,12 @@ def _page_context(session: ChatSession, view: HistoryView, before_id: int | None
     }
 
 
+def _turn_running(session: ChatSession) -> bool:
+    """A chat turn of the session runs now, in some process (its turn lease is held)."""
+    held = turn_lease_expiry(session_id=session.pk)
+    return held is not None and holder_kind(held[0]) == TURN
+
+
 @require_GET
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
     context = _sidebar(request)
@@ -125,7 +133,12 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         {
             "session": session,
             "agent": agent,
-            "meter": meter_view(meter_read(session=session)),
+            "meter": MeterView(meter_read(session=session)),
+            # a turn runs (Stop is shown); messages sent meanwhile wait as chips under it
+            "busy": _turn_running(session),
+            "queued_messages": [
+                message_view(message_to_json(m)) for m in queued_messages(session=session)
+            ],
             "channel_missing": _channel_missing(agent),
             "can_edit_agent": agent_editable(user=request.user, agent=agent),
             "current_session_id": str(session.pk),
@@ -149,6 +162,22 @@ def session_messages(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRes
     except MessageNotFound as exc:
         raise Http404(_("No such message.")) from exc
     return render(request, "chat/partials/message_list.html", context)
+
+
+@require_GET
+def message_detail(
+    request: HtmxHttpRequest, session_id: uuid.UUID, message_id: int
+) -> HttpResponse:
+    """One whole message as its bubble: what "Show the whole message" swaps in for the
+    preview a socket event carried (``channels_app.framing``)."""
+    session = _own_session(request, session_id)
+    try:
+        message = message_for_session(session=session, message_id=message_id)
+    except MessageNotFound as exc:
+        raise Http404(_("No such message.")) from exc
+    view = message_view(message_to_json(message, view=_history_view(request)))
+    context = {"m": view, "session_id": str(session.pk)}
+    return render(request, "chat/partials/message.html", context)
 
 
 @require_GET

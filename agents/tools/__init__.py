@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from agents.tools.limits import ToolLimits
 from agents.tools.registry import Tool, ToolError, ToolOutcome, ToolRegistry
 from agents.tools.todo import TodoStore
-from agents.tools.workspace import Workspace
+from agents.tools.workspace import Workspace, session_workspace_root
 from llm import ToolSpec
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
 
 
-def default_registry(workspace: Workspace, todos: TodoStore) -> ToolRegistry:
+def default_registry(
+    workspace: Workspace,
+    todos: TodoStore,
+    limits: ToolLimits | None = None,
+    *,
+    extra: Sequence[Tool] = (),
+) -> ToolRegistry:
+    """The built-in tools over ``workspace``, within ``limits`` (the workspace's, which are
+    the configured ones, unless given), then ``extra`` (tools a higher layer binds to the
+    turn, e.g. ``recall.tools``)."""
     return ToolRegistry(
         [
             Tool(
@@ -52,7 +64,8 @@ def default_registry(workspace: Workspace, todos: TodoStore) -> ToolRegistry:
             Tool(
                 ToolSpec(
                     "search_files",
-                    "Search the workspace's files for a regular expression or text.",
+                    "Search the workspace's files for a regular expression (RE2 syntax: no "
+                    "backreferences or lookaround) or text.",
                     {
                         "type": "object",
                         "properties": {"pattern": {"type": "string"}, "path": _PATH},
@@ -88,7 +101,10 @@ def default_registry(workspace: Workspace, todos: TodoStore) -> ToolRegistry:
                 ),
                 todos.todo_write,
             ),
-        ]
+            *extra,
+        ],
+        limits=limits if limits is not None else workspace.limits,
+        hidden_paths=[workspace.root],
     )
 
 
@@ -96,8 +112,10 @@ __all__ = [
     "TodoStore",
     "Tool",
     "ToolError",
+    "ToolLimits",
     "ToolOutcome",
     "ToolRegistry",
     "Workspace",
     "default_registry",
+    "session_workspace_root",
 ]

@@ -1,29 +1,56 @@
-"""A per-session folder the file tools are confined to."""
+"""A per-session folder the file tools are confined to.
+
+Its methods block (files, regular expressions), so they are plain functions the registry
+runs in a worker thread; their loops call ``check_deadline`` so a call stops soon after its
+time limit. Searching uses RE2, whose time is linear in the input: a model's pattern cannot
+backtrack for minutes, and the sizes below bound what one search reads.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import os
 import re
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from agents.tools.registry import ToolError
+import re2
+from django.conf import settings
+
+from agents.tools.limits import ToolLimits
+from agents.tools.registry import ToolError, check_deadline
 
 MAX_READ_BYTES = 200_000
-MAX_WRITE_BYTES = 1_000_000
-MAX_SEARCH_RESULTS = 100
 MAX_LIST_ENTRIES = 500
+MAX_SEARCH_RESULTS = 100
+MAX_PATTERN_CHARS = 1_000
+MAX_SEARCH_LINE_CHARS = 10_000
+MAX_SEARCH_FILE_BYTES = 2_000_000
+MAX_SEARCH_FILES = 2_000
+RE2_MAX_MEMORY = 8 << 20
+
+# One writer at a time per workspace, so two writes cannot both fit the quota's last room.
+_WRITE_LOCKS: weakref.WeakValueDictionary[str, threading.Lock] = weakref.WeakValueDictionary()
+_WRITE_LOCKS_GUARD = threading.Lock()
+
+
+def session_workspace_root(session_id: object) -> Path:
+    """The folder of one chat session's workspace (below ``WORKSPACE_ROOT``)."""
+    return Path(settings.NETACLAW["WORKSPACE_ROOT"]) / str(session_id)
 
 
 class Workspace:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, limits: ToolLimits | None = None) -> None:
         self.root = Path(root)
+        self.limits = limits if limits is not None else ToolLimits.from_settings()
 
     def resolve(self, path: str) -> Path:
         """The real path inside the root, or a tool error (.., absolute, symlinks out, NUL)."""
         if "\x00" in path:
             raise ToolError("path escapes the workspace")
-        self.root.mkdir(parents=True, exist_ok=True)
-        root = self.root.resolve()
+        root = self._root()
         candidate = Path(path)
         if candidate.is_absolute():
             raise ToolError("path escapes the workspace")
@@ -32,75 +59,199 @@ class Workspace:
             raise ToolError("path escapes the workspace")
         return target
 
+    def _root(self) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True)
+        return self.root.resolve()
+
     def _relative(self, path: Path) -> str:
         return str(path.relative_to(self.root.resolve())) or "."
 
-    async def list_files(self, path: str = ".") -> str:
-        return await asyncio.to_thread(self._list, path)
+    def _shown(self, filename: object) -> str:
+        """A path as the model may see it: relative to the workspace, never the server's."""
+        if not isinstance(filename, str | bytes | os.PathLike):
+            return ""
+        path = Path(os.fsdecode(filename))
+        for root in (self.root.resolve(), self.root.absolute()):
+            if path.is_relative_to(root):
+                return str(path.relative_to(root)) or "."
+        return path.name
 
-    def _list(self, path: str) -> str:
-        folder = self.resolve(path)
-        if not folder.is_dir():
-            raise ToolError(f"not a folder: {path}")
-        entries = sorted(folder.rglob("*"))
-        lines = [
-            self._relative(p) + ("/" if p.is_dir() else f" ({p.stat().st_size} bytes)")
-            for p in entries[:MAX_LIST_ENTRIES]
-            if p.resolve().is_relative_to(self.root.resolve())
-        ]
-        if len(entries) > MAX_LIST_ENTRIES:
-            lines.append(f"... {len(entries) - MAX_LIST_ENTRIES} more entries")
-        return "\n".join(lines) or "(empty)"
-
-    async def read_file(self, path: str, offset: int = 0, limit: int = MAX_READ_BYTES) -> str:
-        return await asyncio.to_thread(self._read, path, offset, limit)
-
-    def _read(self, path: str, offset: int, limit: int) -> str:
-        target = self.resolve(path)
-        if not target.is_file():
-            raise ToolError(f"no such file: {path}")
-        limit = max(1, min(limit, MAX_READ_BYTES))
-        with target.open("rb") as fh:
-            fh.seek(max(0, offset))
-            data = fh.read(limit + 1)
-        text = data[:limit].decode("utf-8", errors="replace")
-        if len(data) > limit:
-            text += f"\n[truncated: file is {target.stat().st_size} bytes; read more with offset]"
-        return text
-
-    async def write_file(self, path: str, content: str) -> str:
-        return await asyncio.to_thread(self._write, path, content)
-
-    def _write(self, path: str, content: str) -> str:
-        data = content.encode("utf-8")
-        if len(data) > MAX_WRITE_BYTES:
-            raise ToolError(f"content is larger than {MAX_WRITE_BYTES} bytes")
-        target = self.resolve(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        return f"wrote {len(data)} bytes to {self._relative(target)}"
-
-    async def search_files(self, pattern: str, path: str = ".") -> str:
-        return await asyncio.to_thread(self._search, pattern, path)
-
-    def _search(self, pattern: str, path: str) -> str:
+    @contextmanager
+    def _file_errors(self) -> Iterator[None]:
+        """OSError → a tool error naming the workspace-relative path."""
         try:
-            regex = re.compile(pattern)
-        except re.error:
-            regex = re.compile(re.escape(pattern))
-        folder = self.resolve(path)
-        root = self.root.resolve()
-        hits: list[str] = []
-        for file in sorted(folder.rglob("*")):
-            if not file.is_file() or not file.resolve().is_relative_to(root):
-                continue
-            try:
-                lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                continue
-            for number, line in enumerate(lines, 1):
-                if regex.search(line):
-                    hits.append(f"{self._relative(file)}:{number}: {line[:300]}")
-                    if len(hits) >= MAX_SEARCH_RESULTS:
-                        return "\n".join([*hits, f"[stopped at {MAX_SEARCH_RESULTS} results]"])
-        return "\n".join(hits) or "no matches"
+            yield
+        except OSError as exc:
+            shown = self._shown(exc.filename)
+            reason = exc.strerror or type(exc).__name__
+            raise ToolError(f"{reason}: {shown}" if shown else reason) from None
+
+    def _walk(self, folder: Path) -> Iterator[os.DirEntry[str]]:
+        """Entries below ``folder``, depth first in name order; symlinked folders are not
+        entered."""
+        check_deadline()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            check_deadline()
+            yield entry
+            if entry.is_dir(follow_symlinks=False):
+                yield from self._walk(Path(entry.path))
+
+    def usage(self, *, besides: Path | None = None) -> int:
+        """Bytes held by the workspace's files (``besides``: all but that one)."""
+        total = 0
+        for entry in self._walk(self._root()):
+            if entry.is_file(follow_symlinks=False) and Path(entry.path) != besides:
+                total += entry.stat(follow_symlinks=False).st_size
+        return total
+
+    def list_files(self, path: str = ".") -> str:
+        with self._file_errors():
+            folder = self.resolve(path)
+            if not folder.is_dir():
+                raise ToolError(f"not a folder: {path}")
+            root = self.root.resolve()
+            lines: list[str] = []
+            more = 0
+            for entry in self._walk(folder):
+                p = Path(entry.path)
+                if not p.resolve().is_relative_to(root):
+                    continue
+                if len(lines) >= MAX_LIST_ENTRIES:
+                    more += 1
+                    continue
+                lines.append(
+                    self._relative(p) + ("/" if p.is_dir() else f" ({p.stat().st_size} bytes)")
+                )
+            if more:
+                lines.append(f"... {more} more entries")
+            return "\n".join(lines) or "(empty)"
+
+    def read_file(self, path: str, offset: int = 0, limit: int = MAX_READ_BYTES) -> str:
+        with self._file_errors():
+            target = self.resolve(path)
+            if not target.is_file():
+                raise ToolError(f"no such file: {path}")
+            limit = max(1, min(limit, MAX_READ_BYTES))
+            with target.open("rb") as fh:
+                fh.seek(max(0, offset))
+                data = fh.read(limit + 1)
+            text = data[:limit].decode("utf-8", errors="replace")
+            if len(data) > limit:
+                size = target.stat().st_size
+                text += f"\n[truncated: file is {size} bytes; read more with offset]"
+            return text
+
+    def write_file(self, path: str, content: str) -> str:
+        data = content.encode("utf-8", errors="replace")
+        limits = self.limits
+        if len(data) > limits.write_bytes:
+            raise ToolError(
+                f"content is {len(data)} bytes; the limit is {limits.write_bytes} bytes "
+                "per write_file call"
+            )
+        with self._file_errors():
+            target = self.resolve(path)
+            if target.is_dir():
+                raise ToolError(f"not a file: {self._relative(target)}")
+            with _write_lock(self.root.resolve()):
+                used = self.usage(besides=target)
+                if used + len(data) > limits.workspace_quota_bytes:
+                    raise ToolError(
+                        f"workspace quota exceeded: writing {len(data)} bytes to "
+                        f"{self._relative(target)} would bring the workspace to "
+                        f"{used + len(data)} bytes, over its {limits.workspace_quota_bytes}"
+                        "-byte limit; nothing was written (overwrite files with less "
+                        "content to make room)"
+                    )
+                check_deadline()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            return f"wrote {len(data)} bytes to {self._relative(target)}"
+
+    def search_files(self, pattern: str, path: str = ".") -> str:
+        regex = _compile(pattern)
+        with self._file_errors():
+            folder = self.resolve(path)
+            root = self.root.resolve()
+            hits: list[str] = []
+            files = too_big = long_lines = 0
+            stopped = ""
+            for entry in self._walk(folder):
+                file = Path(entry.path)
+                if not entry.is_file() or not file.resolve().is_relative_to(root):
+                    continue
+                files += 1
+                if files > MAX_SEARCH_FILES:
+                    stopped = f"[stopped after {MAX_SEARCH_FILES} files; search a narrower path]"
+                    break
+                try:
+                    if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
+                        too_big += 1
+                        continue
+                    lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+                except OSError:
+                    continue
+                for number, line in enumerate(lines, 1):
+                    check_deadline()
+                    if len(line) > MAX_SEARCH_LINE_CHARS:
+                        long_lines += 1
+                        line = line[:MAX_SEARCH_LINE_CHARS]
+                    if regex.search(line):
+                        hits.append(f"{self._relative(file)}:{number}: {line[:300]}")
+                        if len(hits) >= MAX_SEARCH_RESULTS:
+                            stopped = f"[stopped at {MAX_SEARCH_RESULTS} results]"
+                            break
+                if stopped:
+                    break
+            notes = [stopped] if stopped else []
+            if too_big:
+                notes.append(f"[skipped {too_big} files larger than {MAX_SEARCH_FILE_BYTES} bytes]")
+            if long_lines:
+                notes.append(
+                    f"[searched only the first {MAX_SEARCH_LINE_CHARS} characters of "
+                    f"{long_lines} longer lines]"
+                )
+            return "\n".join([*(hits or ["no matches"]), *notes])
+
+
+@contextmanager
+def _write_lock(root: Path) -> Iterator[None]:
+    with _WRITE_LOCKS_GUARD:
+        lock = _WRITE_LOCKS.get(str(root))
+        if lock is None:
+            lock = _WRITE_LOCKS[str(root)] = threading.Lock()
+    with lock:
+        yield
+
+
+def _compile(pattern: str) -> re2._Regexp:
+    """The model's pattern for RE2: a regular expression, or its literal text when it is
+    not one; a clear error for what RE2 leaves out (backreferences, lookaround)."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolError(f"pattern is {len(pattern)} characters; the limit is {MAX_PATTERN_CHARS}")
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = RE2_MAX_MEMORY
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else ""
+        reason = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+    except UnicodeEncodeError:
+        raise ToolError("pattern is not valid text") from None
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        # Not a regular expression at all (say "foo(" ): search for the text itself.
+        options.literal = True
+        return re2.compile(pattern, options)
+    raise ToolError(
+        f"pattern not supported ({reason}): search_files uses RE2 syntax, which has no "
+        "backreferences (\\1) or lookaround ((?=...), (?!...), (?<=...), (?<!...)); "
+        "write the pattern without them"
+    )

@@ -8,47 +8,79 @@ from __future__ import annotations
 
 from compaction.core.assembly import ORPHAN_CALL_PLACEHOLDER, is_well_paired, repair_tool_pairing
 from compaction.core.boundaries import Span, find_span
+from compaction.core.checks import (
+    REJECTION_REASONS,
+    SUMMARY_CUT_OFF,
+    SUMMARY_EMPTY,
+    SUMMARY_LONGER_THAN_INPUT,
+    SUMMARY_OVER_BUDGET,
+    SUMMARY_REASONING_ONLY,
+    SUMMARY_TOO_SHORT,
+    SUMMARY_TOOL_CALL_ONLY,
+    SummaryRejected,
+    SummaryReply,
+    SummaryTooShort,
+)
 from compaction.core.compressor import (
     CHANGED_STATUSES,
     COMPACTED,
+    FAILURE_STATUSES,
+    HEAD_TOO_LONG,
     NO_GAIN,
     NOTHING_TO_COMPACT,
     OVERSIZED_MESSAGE,
     PRUNED_ONLY,
     SYSTEM_PROMPT_TOO_LONG,
+    TAIL_TOO_LONG,
     UNDER_THRESHOLD,
     CompactionPlan,
     CompactionResult,
-    Summarize,
-    SummaryRequest,
-    SummaryTooShort,
     compress,
     plan,
 )
+from compaction.core.index import IndexEntry
+from compaction.core.language import detect_language, language_name
 from compaction.core.policy import CompactionPolicy
-from compaction.core.prompts import SUMMARY_PREFIX, detect_language, summary_body
+from compaction.core.prompts import SUMMARY_PREFIX, summary_body
 from compaction.core.pruning import PRUNED_TOOL_PLACEHOLDER
+from compaction.core.regrounding import REGROUND_DEPTH, next_chain_depth, should_reground
+from compaction.core.summarizing import Summarize, SummaryRequest
 from compaction.core.tokens import estimate_messages, estimate_tokens
 from compaction.core.types import Message, ToolCall
 
 __all__ = [
     "CHANGED_STATUSES",
     "COMPACTED",
+    "FAILURE_STATUSES",
+    "HEAD_TOO_LONG",
     "NOTHING_TO_COMPACT",
     "NO_GAIN",
     "ORPHAN_CALL_PLACEHOLDER",
     "OVERSIZED_MESSAGE",
     "PRUNED_ONLY",
     "PRUNED_TOOL_PLACEHOLDER",
+    "REGROUND_DEPTH",
+    "REJECTION_REASONS",
+    "SUMMARY_CUT_OFF",
+    "SUMMARY_EMPTY",
+    "SUMMARY_LONGER_THAN_INPUT",
+    "SUMMARY_OVER_BUDGET",
     "SUMMARY_PREFIX",
+    "SUMMARY_REASONING_ONLY",
+    "SUMMARY_TOOL_CALL_ONLY",
+    "SUMMARY_TOO_SHORT",
     "SYSTEM_PROMPT_TOO_LONG",
+    "TAIL_TOO_LONG",
     "UNDER_THRESHOLD",
     "CompactionPlan",
     "CompactionPolicy",
     "CompactionResult",
+    "IndexEntry",
     "Message",
     "Span",
     "Summarize",
+    "SummaryRejected",
+    "SummaryReply",
     "SummaryRequest",
     "SummaryTooShort",
     "ToolCall",
@@ -58,7 +90,10 @@ __all__ = [
     "estimate_tokens",
     "find_span",
     "is_well_paired",
+    "language_name",
+    "next_chain_depth",
     "plan",
     "repair_tool_pairing",
+    "should_reground",
     "summary_body",
 ]

@@ -46,11 +46,11 @@ def repair_tool_pairing(messages: Sequence[Message]) -> tuple[list[Message], lis
                 dropped.append(result)
             i += 1
         for call in m.tool_calls:
-            result = found.get(call.id)
-            if result is None:
-                result = Message(role="tool", content=ORPHAN_CALL_PLACEHOLDER, tool_call_id=call.id)
-                found[call.id] = result
-            out.append(result)
+            paired = found.get(call.id)
+            if paired is None:
+                paired = Message(role="tool", content=ORPHAN_CALL_PLACEHOLDER, tool_call_id=call.id)
+                found[call.id] = paired
+            out.append(paired)
     return out, dropped
 
 

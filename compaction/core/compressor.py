@@ -1,24 +1,66 @@
-"""The four phases put together: ``plan`` (no model call) and ``compress``."""
+"""The four phases put together: ``plan`` (no model call) and ``compress``.
+
+How the compacted context is shared out under the threshold T (issue 13; README,
+"Compaction budgets"). Everything is counted with the seed's estimate, and a compacted
+result always ends strictly under T:
+
+1. The head (``protect_first_n`` messages and the tool results of their calls) and the
+   tail (the newest messages within the tail budget, at least ``min_tail_messages``)
+   stay verbatim, never pruned; earlier summaries found in them are folded, not kept.
+2. What is left, ``free = T − 1 − head − tail − framing``, must hold at least the
+   summary floor (``summary_floor_tokens``). If it does not, the tail gives up its oldest
+   tool groups (down to its last group); if it still does not, the compaction fails with
+   ``head_too_long`` / ``tail_too_long`` (or ``oversized_message`` when one message alone
+   is over T) and nothing changes.
+3. The summary budget is the seed's ``max(2000, min(20% of the middle, 12000))``, capped
+   by what the auxiliary model can carry (``policy.summary_cap``) and by ``free`` less the
+   anchors (the user's recent words, ``min(20,000, 10% of T)``) and the mechanical index
+   (``min(2,000, 5% of T)``), but never below the floor.
+4. After the summary arrives, the anchors take what the summary left (up to their budget),
+   then the index. A summary that does not fit ``free`` on its own is asked for again,
+   shorter, once.
+
+The summarizer reads the originals of the middle (never the pruned placeholders), every
+earlier summary (or, when re-grounding, the originals they stand for), and the orphan
+tool results phase 4 drops. Pruning (phase 1) only serves a ``pruned_only`` outcome: the
+main model's context when pruning alone is enough, or when a forced compaction would not
+save more than pruning does.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from compaction.core.anchors import Anchors, section_tokens, select_anchors
 from compaction.core.assembly import repair_tool_pairing
-from compaction.core.boundaries import Span, find_span
-from compaction.core.policy import CompactionPolicy
-from compaction.core.prompts import (
-    Language,
-    build_summary_message,
-    detect_language,
-    first_prompt,
-    summary_body,
-    update_prompt,
+from compaction.core.boundaries import (
+    Span,
+    align_tail_cut,
+    find_compress_start,
+    find_tail_cut_by_tokens,
 )
-from compaction.core.pruning import prune_old_tool_outputs
-from compaction.core.serialize import serialize_message, truncate_middle
-from compaction.core.tokens import conservative_tokens, estimate_tokens
+from compaction.core.checks import SUMMARY_OVER_BUDGET, SummaryRejected, SummaryTooShort
+from compaction.core.index import IndexEntry, build_index, parse_index, render_index
+from compaction.core.language import Language, detect_language
+from compaction.core.policy import CompactionPolicy
+from compaction.core.prompts import build_summary_message, summary_body, summary_content
+from compaction.core.pruning import (
+    PRUNED_TOOL_PLACEHOLDER,
+    placeholder_tokens,
+    prune_indexes,
+    pruned_copy,
+)
+from compaction.core.serialize import serialize_pieces
+from compaction.core.summarizing import (
+    RequestPlan,
+    Summarize,
+    SummaryRequest,
+    plan_requests,
+    run_requests,
+)
+from compaction.core.tokens import estimate_tokens
 from compaction.core.types import Message
 
 COMPACTED = "compacted"
@@ -28,24 +70,41 @@ NOTHING_TO_COMPACT = "nothing_to_compact"
 OVERSIZED_MESSAGE = "oversized_message"
 SYSTEM_PROMPT_TOO_LONG = "system_prompt_too_long"
 NO_GAIN = "no_gain"
+HEAD_TOO_LONG = "head_too_long"
+TAIL_TOO_LONG = "tail_too_long"
 CHANGED_STATUSES = frozenset({COMPACTED, PRUNED_ONLY})
+# history unchanged, and the user is told why (UNDER_THRESHOLD is a skip, not a failure)
+FAILURE_STATUSES = frozenset(
+    {
+        NOTHING_TO_COMPACT,
+        OVERSIZED_MESSAGE,
+        SYSTEM_PROMPT_TOO_LONG,
+        NO_GAIN,
+        HEAD_TOO_LONG,
+        TAIL_TOO_LONG,
+    }
+)
 
-
-class SummaryTooShort(ValueError):
-    """The auxiliary model returned an empty or too-short summary (seed §9)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SummaryRequest:
-    prompt: str
-    max_output_tokens: int
-    language: Language
-    is_update: bool
-    chunk_index: int = 0
-    chunk_count: int = 1
-
-
-Summarize = Callable[[SummaryRequest], str]
+__all__ = [
+    "CHANGED_STATUSES",
+    "COMPACTED",
+    "FAILURE_STATUSES",
+    "HEAD_TOO_LONG",
+    "NOTHING_TO_COMPACT",
+    "NO_GAIN",
+    "OVERSIZED_MESSAGE",
+    "PRUNED_ONLY",
+    "SYSTEM_PROMPT_TOO_LONG",
+    "TAIL_TOO_LONG",
+    "UNDER_THRESHOLD",
+    "CompactionPlan",
+    "CompactionResult",
+    "Summarize",
+    "SummaryRequest",
+    "SummaryTooShort",
+    "compress",
+    "plan",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,15 +112,37 @@ class CompactionPlan:
     status: str
     tokens_before: int
     tokens_after_prune: int
-    messages: tuple[Message, ...]  # after phase 1
+    # pruned_only: the pruned view (phase 1); otherwise the input (pruned_indexes: what
+    # phase 1 would prune)
+    messages: tuple[Message, ...]
     pruned_indexes: tuple[int, ...] = ()
     span: Span | None = None
     previous_summary: str | None = None
-    chunks: tuple[str, ...] = ()
     summary_budget: int = 0
     language: Language = "en"
     oversized_id: int | None = None
-    middle_tokens: int = 0  # the span's estimate after pruning, at the policy's rate
+    middle_tokens: int = 0  # the span's estimate (originals), at the policy's rate
+    detail: str | None = None  # why, for a failure status
+    head_tokens: int = 0
+    tail_tokens: int = 0
+    framing_tokens: int = 0
+    free_tokens: int = 0  # T − 1 − head − tail − framing: summary + anchors + index
+    removed_indexes: tuple[int, ...] = ()  # what leaves the context (before anchors)
+    folded_indexes: tuple[int, ...] = ()  # earlier summaries folded into the new one
+    anchor_candidates: tuple[int, ...] = ()  # user messages of the middle, in order
+    anchor_budget: int = 0
+    index_entries: tuple[IndexEntry, ...] = ()
+    index_text: str = ""
+    index_budget: int = 0  # the tokens index_text adds to the summary message
+    regrounded: bool = False
+    requests: RequestPlan | None = field(default=None, repr=False)
+
+    @property
+    def chunks(self) -> tuple[str, ...]:
+        """The middle's text as the summary requests carry it (empty: nothing to read)."""
+        if self.requests is None or not any(self.requests.chunk_pieces):
+            return ()
+        return self.requests.chunks
 
     @property
     def middle(self) -> tuple[Message, ...]:
@@ -69,10 +150,21 @@ class CompactionPlan:
 
     @property
     def estimated_tokens_after(self) -> int:
-        """Head + tail + a summary of the full budget: the dry run's upper-side figure."""
+        """The dry run's upper-side figure: head, tail, a summary of the full budget, then
+        anchors and index within what is left (always under the threshold)."""
         if self.span is None:
             return self.tokens_after_prune
-        return self.tokens_after_prune - self.middle_tokens + self.summary_budget + 10
+        left = self.free_tokens - self.summary_budget
+        anchors = min(self.anchor_budget, left)
+        index = min(self.index_budget, left - anchors)
+        return (
+            self.head_tokens
+            + self.tail_tokens
+            + self.framing_tokens
+            + self.summary_budget
+            + anchors
+            + index
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,13 +174,22 @@ class CompactionResult:
     tokens_before: int
     tokens_after: int
     summary_message: Message | None = None
-    summary_text: str | None = None
-    summarized_ids: tuple[int, ...] = ()
+    summary_text: str | None = None  # the model's summary (without the index and anchor)
+    summarized_ids: tuple[int, ...] = ()  # every input message that left the context
     pruned_ids: tuple[int, ...] = ()
+    # the requests sent, in plan order, without their prompts (a 100k-message middle's
+    # prompts are about 100 MB: a summarize callable that needs them keeps them itself)
     requests: tuple[SummaryRequest, ...] = field(default=(), repr=False)
     span: Span | None = None
     language: Language = "en"
     oversized_id: int | None = None
+    detail: str | None = None
+    anchored_ids: tuple[int, ...] = ()  # user messages of the span kept verbatim
+    folded_summary_ids: tuple[int, ...] = ()  # earlier summaries folded into this one
+    regrounded: bool = False
+    index_entries: tuple[IndexEntry, ...] = ()
+    input_tokens: int = 0  # as the auxiliary model reported them (0: not reported)
+    output_tokens: int = 0
 
     @property
     def changed(self) -> bool:
@@ -99,33 +200,66 @@ class CompactionResult:
         return len(self.summarized_ids)
 
 
-def _chunk_pieces(pieces: Sequence[str], *, room: int, policy: CompactionPolicy) -> tuple[str, ...]:
-    """Greedy chunks of whole messages that fit ``room`` tokens (a too-large one is cut)."""
-    chunks: list[str] = []
-    current: list[str] = []
-    used = 0
-    for piece in pieces:
-        cost = conservative_tokens(piece, policy.chars_per_token) + 1
-        if cost > room:  # one message alone is too large: cut it to fit
-            keep_chars = max(200, room * policy.chars_per_token // 4)
-            piece = truncate_middle(piece, keep_chars * 2 // 3, keep_chars // 3)
-            cost = conservative_tokens(piece, policy.chars_per_token) + 1
-        if current and used + cost > room:
-            chunks.append("\n\n".join(current))
-            current, used = [], 0
-        current.append(piece)
-        used += cost
-    if current:
-        chunks.append("\n\n".join(current))
-    return tuple(chunks)
-
-
 def _tail_budget(policy: CompactionPolicy, current_tokens: int, force: bool) -> int:
     """The seed's tail budget; a forced (manual) compaction of a conversation far below the
     threshold keeps at most a quarter of it verbatim, so /compact always compacts."""
     if not force:
         return policy.tail_token_budget
     return min(policy.tail_token_budget, current_tokens // 4)
+
+
+def _framing_tokens(language: Language, chars_per_token: int, recall_hint: bool) -> int:
+    """The summary message without its text: prefix, framing, the recall hint, the
+    estimate's overhead, and the one token that rounding the fixed part and the text
+    separately can lose."""
+    fixed = len(summary_content("", language, recall_hint=recall_hint))
+    return fixed // chars_per_token + estimate_tokens(Message("user"), chars_per_token) + 1
+
+
+def _text_tokens(text: str, chars_per_token: int) -> int:
+    return len(text) // chars_per_token
+
+
+def _last_group_start(messages: Sequence[Message], floor: int) -> int:
+    """Index of the newest message that is not a tool result (the last group's start)."""
+    i = len(messages) - 1
+    while i > floor and messages[i].role == "tool":
+        i -= 1
+    return i
+
+
+def _next_group_start(messages: Sequence[Message], index: int) -> int:
+    i = index + 1
+    while i < len(messages) and messages[i].role == "tool":
+        i += 1
+    return i
+
+
+def _content_of(message: Message, original_contents: Mapping[int, str] | None) -> str:
+    """The original content of a message that arrives pruned (its original is stored)."""
+    if (
+        original_contents
+        and message.id is not None
+        and message.content == PRUNED_TOOL_PLACEHOLDER
+        and message.id in original_contents
+    ):
+        return original_contents[message.id]
+    return message.content
+
+
+def _pruned_view(messages: tuple[Message, ...], pruned: Sequence[int]) -> tuple[Message, ...]:
+    out = list(messages)
+    for i in pruned:
+        out[i] = pruned_copy(out[i])
+    return tuple(out)
+
+
+def _indexes_of(dropped: Sequence[Message], messages: Sequence[Message], span: range) -> list[int]:
+    """Indexes (within ``span``) of the messages phase 4 dropped (the very objects)."""
+    if not dropped:
+        return []
+    wanted = {id(m) for m in dropped}
+    return [i for i in span if id(messages[i]) in wanted]
 
 
 def plan(
@@ -135,88 +269,215 @@ def plan(
     force: bool = False,
     previous_summary: str | None = None,
     focus: str | None = None,
+    original_contents: Mapping[int, str] | None = None,
+    regrounding_originals: Sequence[Message] | None = None,
 ) -> CompactionPlan:
-    """Phases 1–2 and the chunking of phase 3, without calling any model.
+    """Phases 1–2, the budgets and the requests of phase 3, without calling any model.
 
+    ``original_contents``: id → stored original of messages that arrive already pruned
+    (their content is the placeholder); the summarizer reads those originals.
+    ``regrounding_originals``: the originals the earlier summaries stand for, in order;
+    when given (and there is a summary to fold) the new summary is built from them and
+    the middle instead of from the earlier summaries' text.
     ``focus`` goes into every request, so the chunks leave room for it.
     """
     msgs = tuple(messages)
+    n = len(msgs)
     cpt = policy.chars_per_token
     estimates = [estimate_tokens(m, cpt) for m in msgs]
     before = sum(estimates)
     threshold = policy.threshold_tokens
 
-    def stop(status: str, **extra: object) -> CompactionPlan:
-        return CompactionPlan(status, before, before, msgs, **extra)  # type: ignore[arg-type]
+    def stop(status: str, **extra: Any) -> CompactionPlan:
+        return CompactionPlan(status, before, before, msgs, **extra)
 
     system_tokens = sum(e for m, e in zip(msgs, estimates, strict=True) if m.role == "system")
     if system_tokens >= threshold:
         return stop(SYSTEM_PROMPT_TOO_LONG)
-    if len(msgs) <= policy.protect_first_n:
+    if n <= policy.protect_first_n:
         return stop(NOTHING_TO_COMPACT)
     if before < threshold and not force:
         return stop(UNDER_THRESHOLD)
 
-    pruned_msgs, pruned_est, pruned_idx = prune_old_tool_outputs(msgs, estimates, policy)
-    after_prune = sum(pruned_est)
-    pruned_plan = CompactionPlan(
-        PRUNED_ONLY, before, after_prune, tuple(pruned_msgs), tuple(pruned_idx)
-    )
+    pruned_idx = tuple(prune_indexes(msgs, estimates, policy))
+    placeholder = placeholder_tokens(policy)
+    after_prune = before - sum(estimates[i] - placeholder for i in pruned_idx)
+
+    def pruned_plan() -> CompactionPlan:
+        return CompactionPlan(
+            PRUNED_ONLY, before, after_prune, _pruned_view(msgs, pruned_idx), pruned_idx
+        )
+
     if after_prune < threshold and not force and pruned_idx:
-        return pruned_plan
+        return pruned_plan()
 
-    span = find_span(
-        pruned_msgs,
-        pruned_est,
-        protect_first_n=policy.protect_first_n,
-        tail_token_budget=_tail_budget(policy, after_prune, force),
-        min_tail_messages=policy.min_tail_messages,
+    start = find_compress_start(msgs, policy.protect_first_n)
+    cut = find_tail_cut_by_tokens(
+        estimates, _tail_budget(policy, after_prune, force), policy.min_tail_messages
     )
-    outside = (
-        range(len(msgs)) if span is None else [*range(span.start), *range(span.end, len(msgs))]
-    )
-    for i in outside:
-        if pruned_est[i] >= threshold:
+    end = align_tail_cut(msgs, cut, start)
+    if end <= start:
+        pruned = set(pruned_idx)
+        for i in range(n):
+            if (placeholder if i in pruned else estimates[i]) >= threshold:
+                return stop(OVERSIZED_MESSAGE, oversized_id=msgs[i].id)
+        return pruned_plan() if pruned_idx else stop(NOTHING_TO_COMPACT)
+    for i in range(start):
+        if estimates[i] >= threshold:
             return stop(OVERSIZED_MESSAGE, oversized_id=msgs[i].id)
-    if span is None:
-        return pruned_plan if pruned_idx else stop(NOTHING_TO_COMPACT)
 
-    middle = pruned_msgs[span.start : span.end]
-    summaries = [m for m in middle if m.is_summary]
-    if previous_summary is None and summaries:
-        previous_summary = summary_body(summaries[-1].content)
-    new_turns = [m for m in middle if not m.is_summary]
-    compressed = sum(pruned_est[span.start : span.end])
-    budget = policy.summary_budget(compressed)
     language = detect_language(msgs)
+    framing = _framing_tokens(language, cpt, policy.recall_hint)
+    floor = min(policy.summary_floor_tokens, policy.summary_cap)
+    head_kept, head_dropped = repair_tool_pairing([m for m in msgs[:start] if not m.is_summary])
+    head_tokens = sum(estimate_tokens(m, cpt) for m in head_kept)
+    if head_tokens + framing + floor > threshold - 1:
+        return stop(
+            HEAD_TOO_LONG,
+            detail=f"the protected first messages ({head_tokens} tokens) leave no room for a "
+            f"summary under the threshold ({threshold} tokens)",
+        )
+    last = _last_group_start(msgs, end)
+    while True:
+        tail_kept, tail_dropped = repair_tool_pairing([m for m in msgs[end:] if not m.is_summary])
+        tail_tokens = sum(estimate_tokens(m, cpt) for m in tail_kept)
+        free = threshold - 1 - head_tokens - tail_tokens - framing
+        if free >= floor or end >= last:
+            break
+        end = _next_group_start(msgs, end)  # the tail gives up its oldest group
+    if free < floor:
+        biggest = max(range(end, n), key=estimates.__getitem__)
+        if estimates[biggest] >= threshold:
+            return stop(OVERSIZED_MESSAGE, oversized_id=msgs[biggest].id)
+        return stop(
+            TAIL_TOO_LONG,
+            detail=f"the latest messages ({tail_tokens} tokens) and the protected first ones "
+            f"({head_tokens}) leave no room for a summary under the threshold "
+            f"({threshold} tokens)",
+        )
 
-    pieces = [
-        serialize_message(m, head=policy.serialize_head_chars, tail=policy.serialize_tail_chars)
-        for m in new_turns
+    span = Span(start, end)
+    folded = tuple(i for i in range(n) if msgs[i].is_summary)
+    middle = [i for i in range(start, end) if not msgs[i].is_summary]
+    dropped_head = _indexes_of(head_dropped, msgs, range(start))
+    dropped_tail = _indexes_of(tail_dropped, msgs, range(end, n))
+    if dropped_head or dropped_tail or any(not start <= i < end for i in folded):
+        removed = tuple(sorted({*folded, *middle, *dropped_head, *dropped_tail}))
+    else:  # the common case: the span, earlier summaries in it included
+        removed = tuple(range(start, end))
+
+    # a forced run under the threshold shares out the context it has, not the threshold
+    basis = min(threshold, after_prune) if force else threshold
+    regrounded = bool(regrounding_originals) and bool(folded)
+    grounding = tuple(regrounding_originals or ()) if regrounded else ()
+    if regrounded:
+        previous: str | None = None
+    elif previous_summary is not None:
+        previous = previous_summary
+    elif folded:
+        previous = "\n\n".join(summary_body(msgs[i].content) for i in folded)
+    else:
+        previous = None
+
+    # what the summarizer reads, oldest first: originals, never pruned placeholders
+    sources = [
+        *grounding,
+        *(msgs[i] for i in dropped_head),
+        *(msgs[i] for i in middle),
+        *(msgs[i] for i in dropped_tail),
     ]
-    template_cost = conservative_tokens(
-        update_prompt("", "", budget=budget, language=language, focus=focus), cpt
+    if original_contents:
+        contents = [_content_of(m, original_contents) for m in sources]
+    else:
+        contents = [m.content for m in sources]
+    pieces, costs = serialize_pieces(
+        sources,
+        contents,
+        head=policy.serialize_head_chars,
+        tail=policy.serialize_tail_chars,
+        chars_per_token=cpt,
     )
-    carried = max(budget, conservative_tokens(previous_summary or "", cpt))
-    room = max(500, policy.input_budget(budget) - template_cost - carried - 200)
-    chunks = _chunk_pieces(pieces, room=room, policy=policy) if pieces else ()
+    earlier: list[IndexEntry] = []
+    for i in folded:
+        earlier.extend(parse_index(msgs[i].content))
+    index_budget = policy.index_budget_for(basis)
+    entries = build_index(
+        sources,
+        contents=contents,
+        max_chars=index_budget * cpt,
+        earlier=earlier,
+        head_chars=policy.serialize_head_chars,
+        tail_chars=policy.serialize_tail_chars,
+    )
+    index_text = render_index(entries, language, max(0, (index_budget - 1) * cpt - 2))
+    index_tokens = section_tokens(index_text, cpt) if index_text else 0
+
+    candidates = tuple(i for i in middle if msgs[i].role == "user")
+    if not set(removed) - set(candidates):  # keeping them all would compact nothing
+        candidates = candidates[1:]
+    anchor_budget = min(policy.user_anchor_budget_for(basis), sum(estimates[i] for i in candidates))
+    middle_tokens = sum(estimates[start:end])
+    compressed = (
+        middle_tokens
+        + sum(estimates[i] for i in folded if not start <= i < end)
+        + sum(estimate_tokens(m, cpt) for m in grounding)
+    )
+    cap = min(policy.summary_budget(compressed), policy.summary_cap)
+    budget = min(cap, max(free - anchor_budget - index_tokens, floor))
+    requests = plan_requests(
+        pieces,
+        costs,
+        previous=previous,
+        budget=budget,
+        language=language,
+        focus=focus,
+        policy=policy,
+    )
     return CompactionPlan(
         COMPACTED,
         before,
         after_prune,
-        tuple(pruned_msgs),
-        tuple(pruned_idx),
+        msgs,  # the pruned view is built only for a pruned_only outcome
+        pruned_idx,
         span=span,
-        previous_summary=previous_summary,
-        chunks=chunks,
+        previous_summary=previous,
         summary_budget=budget,
         language=language,
-        middle_tokens=compressed,
+        middle_tokens=middle_tokens,
+        head_tokens=head_tokens,
+        tail_tokens=tail_tokens,
+        framing_tokens=framing,
+        free_tokens=free,
+        removed_indexes=removed,
+        folded_indexes=folded,
+        anchor_candidates=candidates,
+        anchor_budget=anchor_budget,
+        index_entries=entries,
+        index_text=index_text,
+        index_budget=index_tokens,
+        regrounded=regrounded,
+        requests=requests,
     )
 
 
 def _ids(messages: Sequence[Message]) -> tuple[int, ...]:
     return tuple(m.id for m in messages if m.id is not None)
+
+
+def _unchanged(p: CompactionPlan, original: tuple[Message, ...], **extra: Any) -> CompactionResult:
+    """A non-compacted outcome: the pruned view for ``pruned_only``, else the input."""
+    changed = p.status == PRUNED_ONLY
+    return CompactionResult(
+        status=p.status,
+        messages=p.messages if changed else original,
+        tokens_before=p.tokens_before,
+        tokens_after=p.tokens_after_prune if changed else p.tokens_before,
+        pruned_ids=_ids([p.messages[i] for i in p.pruned_indexes]) if changed else (),
+        language=p.language,
+        oversized_id=p.oversized_id,
+        detail=p.detail,
+        **extra,
+    )
 
 
 def compress(
@@ -227,84 +488,109 @@ def compress(
     force: bool = False,
     focus: str | None = None,
     previous_summary: str | None = None,
+    original_contents: Mapping[int, str] | None = None,
+    regrounding_originals: Sequence[Message] | None = None,
 ) -> CompactionResult:
-    """Run the four phases. Exceptions raised by ``summarize`` propagate unchanged."""
-    p = plan(messages, policy, force=force, previous_summary=previous_summary, focus=focus)
+    """Run the four phases (see ``plan`` for the keyword arguments).
+
+    ``summarize`` returns a str or a ``SummaryReply``; a rejected answer is asked for once
+    more, then ``SummaryRejected`` (``SummaryTooShort`` for the too-short kinds) is
+    raised. Exceptions raised by ``summarize`` propagate unchanged.
+    """
     original = tuple(messages)
+    p = plan(
+        original,
+        policy,
+        force=force,
+        previous_summary=previous_summary,
+        focus=focus,
+        original_contents=original_contents,
+        regrounding_originals=regrounding_originals,
+    )
     if p.status != COMPACTED:
-        changed = p.status == PRUNED_ONLY
-        return CompactionResult(
-            status=p.status,
-            messages=p.messages if changed else original,
-            tokens_before=p.tokens_before,
-            tokens_after=p.tokens_after_prune if changed else p.tokens_before,
-            pruned_ids=_ids([p.messages[i] for i in p.pruned_indexes]) if changed else (),
-            language=p.language,
-            oversized_id=p.oversized_id,
+        return _unchanged(p, original)
+    assert p.span is not None and p.requests is not None
+    cpt = policy.chars_per_token
+    threshold = policy.threshold_tokens
+
+    def fits(text: str) -> tuple[str, str] | None:
+        if _text_tokens(text, cpt) <= p.free_tokens:
+            return None
+        return SUMMARY_OVER_BUDGET, (
+            f"the summary ({_text_tokens(text, cpt)} tokens) does not fit the "
+            f"{p.free_tokens} tokens left under the threshold"
         )
 
-    span = p.span
-    assert span is not None
-    requests: list[SummaryRequest] = []
-    running = p.previous_summary
-    chunks = p.chunks or ("",)
-    for index, chunk in enumerate(chunks):
-        if running is None:
-            prompt = first_prompt(chunk, budget=p.summary_budget, language=p.language, focus=focus)
-        else:
-            prompt = update_prompt(
-                running, chunk, budget=p.summary_budget, language=p.language, focus=focus
-            )
-        request = SummaryRequest(
-            prompt=prompt,
-            max_output_tokens=p.summary_budget,
-            language=p.language,
-            is_update=running is not None,
-            chunk_index=index,
-            chunk_count=len(chunks),
-        )
-        requests.append(request)
-        text = (summarize(request) or "").strip()
-        if len(text) < policy.min_summary_chars:
-            raise SummaryTooShort(
-                f"the summary has {len(text)} characters; at least "
-                f"{policy.min_summary_chars} are required"
-            )
-        running = text
+    run = run_requests(p.requests, summarize, policy, final_check=fits)
+    text = run.text
+    left = p.free_tokens - _text_tokens(text, cpt)
+    anchors: Anchors = select_anchors(
+        original,
+        p.anchor_candidates,
+        min(p.anchor_budget, left),
+        chars_per_token=cpt,
+        language=p.language,
+    )
+    index_room = left - anchors.tokens
+    if index_room >= p.index_budget:
+        index_text = p.index_text
+    else:  # a summary longer than its budget: the index gives way
+        index_text = render_index(p.index_entries, p.language, (index_room - 1) * cpt - 2)
+    summary = build_summary_message(
+        text, p.language, (index_text, anchors.cut_text), recall_hint=policy.recall_hint
+    )
 
-    assert running is not None
-    summary = build_summary_message(running, p.language)
-    head, tail = p.messages[: span.start], p.messages[span.end :]
-    assembled, dropped = repair_tool_pairing([*head, summary, *tail])
-    after = sum(estimate_tokens(m, policy.chars_per_token) for m in assembled)
-    if after > p.tokens_after_prune:
-        return CompactionResult(
-            status=NO_GAIN,
-            messages=original,
-            tokens_before=p.tokens_before,
-            tokens_after=p.tokens_before,
-            requests=tuple(requests),
-            span=span,
-            language=p.language,
+    removed = set(p.removed_indexes) - set(anchors.kept)
+    first_removed = min(removed)
+    assembled: list[Message] = []
+    for i, m in enumerate(original):
+        if i == first_removed:
+            assembled.append(summary)
+        if i not in removed:
+            assembled.append(m)
+    assembled, dropped = repair_tool_pairing(assembled)
+    after = sum(estimate_tokens(m, cpt) for m in assembled)
+    if after >= threshold:  # the budgets make this impossible; never report it as done
+        raise SummaryRejected(
+            SUMMARY_OVER_BUDGET, f"the compacted context ({after} tokens) is over the threshold"
         )
-    in_span = set(range(span.start, span.end))
-    # a pruned orphan that phase 4 drops left the context: it is reported as removed only
-    removed = set(_ids(dropped))
-    pruned_outside = [
-        p.messages[i]
-        for i in p.pruned_indexes
-        if i not in in_span and p.messages[i].id not in removed
-    ]
+    extra: dict[str, Any] = {
+        "requests": tuple(run.requests),
+        "span": p.span,
+        "input_tokens": run.input_tokens,
+        "output_tokens": run.output_tokens,
+    }
+    if after > p.tokens_after_prune:  # no better than pruning alone (a forced run)
+        if p.pruned_indexes:
+            pruned = CompactionPlan(
+                PRUNED_ONLY,
+                p.tokens_before,
+                p.tokens_after_prune,
+                _pruned_view(original, p.pruned_indexes),
+                p.pruned_indexes,
+                language=p.language,
+            )
+            return _unchanged(pruned, original, **extra)
+        return _unchanged(
+            CompactionPlan(
+                NO_GAIN, p.tokens_before, p.tokens_before, original, language=p.language
+            ),
+            original,
+            **extra,
+        )
+    summarized = [original[i] for i in sorted(removed)]
     return CompactionResult(
         status=COMPACTED,
         messages=tuple(assembled),
         tokens_before=p.tokens_before,
         tokens_after=after,
         summary_message=summary,
-        summary_text=running,
-        summarized_ids=_ids([*p.middle, *dropped]),
-        pruned_ids=_ids(pruned_outside),
-        requests=tuple(requests),
-        span=span,
+        summary_text=text,
+        summarized_ids=_ids([*summarized, *dropped]),
         language=p.language,
+        anchored_ids=_ids([original[i] for i in anchors.kept]),
+        folded_summary_ids=_ids([original[i] for i in p.folded_indexes]),
+        regrounded=p.regrounded,
+        index_entries=p.index_entries,
+        **extra,
     )

@@ -1,4 +1,11 @@
-"""Every parameter of the seed's §3 table in one frozen value, passed explicitly."""
+"""The seed's parameter table in one frozen value, passed explicitly.
+
+Besides the seed's figures, the policy says how the compacted context is shared
+out under the threshold (issue 13): head and tail verbatim, then the summary, the
+user's own recent words kept verbatim ("anchors") and a mechanical index of what the
+summarized tool calls touched. Every share is derived from the window, so a small
+window gets small shares instead of a summary budget larger than the room.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +30,20 @@ class CompactionPolicy:
     # What the auxiliary model may read in one request (DESIGN 8); None: derived.
     aux_context_window: int = 128_000
     summary_input_budget: int | None = None
+    # Issue 13: a summary budget below this is not worth a model call.
+    summary_floor_tokens: int = 256
+    # Issue 13: recent user messages kept verbatim: min(max, ratio × threshold) tokens.
+    user_anchor_ratio: float = 0.10
+    user_anchor_max_tokens: int = 20_000
+    # Issue 13: the mechanical index: min(max, ratio × threshold) tokens; none under min.
+    index_ratio: float = 0.05
+    index_max_tokens: int = 2_000
+    index_min_tokens: int = 48
+    # Issue 13: chunks summarized concurrently when a middle needs this many requests.
+    summary_concurrency: int = 4
+    # end the summary with a line naming the recall tools (the agent has them)
+    recall_hint: bool = False
+    parallel_min_chunks: int = 3
 
     def __post_init__(self) -> None:
         if self.context_window <= 0:
@@ -39,6 +60,12 @@ class CompactionPolicy:
             raise ValueError("chars_per_token must be positive")
         if self.min_tail_messages < 1:
             raise ValueError("min_tail_messages must be at least 1")
+        if self.summary_concurrency < 1:
+            raise ValueError("summary_concurrency must be at least 1")
+        if self.parallel_min_chunks < 2:
+            raise ValueError("parallel_min_chunks must be at least 2")
+        if not 0 <= self.user_anchor_ratio <= 1 or not 0 <= self.index_ratio <= 1:
+            raise ValueError("user_anchor_ratio and index_ratio must be in [0, 1]")
 
     @property
     def threshold_tokens(self) -> int:
@@ -48,12 +75,38 @@ class CompactionPolicy:
     def tail_token_budget(self) -> int:
         return int(self.threshold_tokens * self.tail_token_budget_ratio)
 
+    @property
+    def user_anchor_budget(self) -> int:
+        """Tokens of recent user messages kept verbatim (Codex keeps 20k; here a tenth of
+        the threshold, at most 20k, so a small window is not filled with old words)."""
+        return self.user_anchor_budget_for(self.threshold_tokens)
+
+    def user_anchor_budget_for(self, context_tokens: int) -> int:
+        return min(self.user_anchor_max_tokens, int(context_tokens * self.user_anchor_ratio))
+
+    @property
+    def index_budget(self) -> int:
+        """Tokens of the mechanical index; 0 when the window is too small for a useful one."""
+        return self.index_budget_for(self.threshold_tokens)
+
+    def index_budget_for(self, context_tokens: int) -> int:
+        budget = min(self.index_max_tokens, int(context_tokens * self.index_ratio))
+        return budget if budget >= self.index_min_tokens else 0
+
     def summary_budget(self, compressed_tokens: int) -> int:
-        """Seed: max(2000, min(compressed × 0.20, 12000))."""
+        """Seed: max(2000, min(compressed × 0.20, 12000)) — before it is fitted to the room."""
         return max(
             self.summary_min_tokens,
             min(int(compressed_tokens * self.summary_ratio), self.summary_max_tokens),
         )
+
+    @property
+    def summary_cap(self) -> int:
+        """The largest summary the auxiliary model can carry: an update request holds the
+        previous summary and some turns, and must leave room for the answer."""
+        if self.summary_input_budget is not None:
+            return max(1, self.summary_input_budget // 2)
+        return max(1, (self.aux_context_window - 1000) // 3)
 
     def input_budget(self, summary_budget: int) -> int:
         """Tokens of prompt one summary request may carry, leaving room for its answer."""

@@ -1,19 +1,22 @@
 """The seed's summary prompts (Chinese, verbatim) and faithful English versions.
 
-The summary follows the conversation's language (DESIGN 10). The summary
-message starts with the seed's fixed prefix and says that it is reference
+The summary follows the conversation's language (DESIGN 10, issue 13): Chinese
+conversations get the seed's Chinese prompts, every other language the English ones,
+and a language other than English also gets an explicit instruction to write in it.
+The summary message starts with the seed's fixed prefix and says that it is reference
 material about earlier turns, not new instructions.
+
+Besides the seed's first and update prompts there are two for long middles (issue 13):
+a *part* prompt (one of several chunks summarized concurrently) and a *merge* prompt
+(partial summaries, and the previous summary if any, into one).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import Literal
 
+from compaction.core.language import Language, language_name
 from compaction.core.types import Message
-
-Language = Literal["zh", "en"]
 
 SUMMARY_PREFIX = "[CONTEXT COMPACTION] 此前若干轮对话已被压缩以节省上下文空间..."
 _FRAMING: dict[str, str] = {
@@ -112,84 +115,230 @@ Update it using the same structure. Keep all existing information that is still 
 Write only the summary body, with no prefix or preamble.""",
 }
 
+PART_TEMPLATE: dict[str, str] = {
+    "zh": """为已被压缩的早期对话中的一部分创建结构化的交接摘要；各部分分别摘要，之后合并为一份。
+这是第 {part} 部分，共 {parts} 部分。待摘要轮次：
+{serialized_conversation}
+"""
+    + _STRUCTURE_ZH
+    + """
+{focus}目标 ~{summary_budget} tokens。要具体，包含文件路径、命令输出、错误消息、具体值。
+仅写摘要正文，不要任何前缀或开场白。""",
+    "en": """Create a structured hand-off summary of one part of an earlier conversation that has been compacted; the parts are summarized separately and merged into one afterwards.
+This is part {part} of {parts}. Turns to summarize:
+{serialized_conversation}
+"""
+    + _STRUCTURE_EN
+    + """
+{focus}Target ~{summary_budget} tokens. Be specific: include file paths, command output, error messages and concrete values.
+Write only the summary body, with no prefix or preamble.""",
+}
+
+MERGE_TEMPLATE: dict[str, str] = {
+    "zh": """把下面的分段交接摘要合并为一份，供在早期对话被压缩后继续工作的助手使用。它们按顺序覆盖同一对话的连续部分。
+{previous_summary}分段摘要：
+{partial_summaries}
+保留所有仍相关的具体细节（文件路径、命令、数值、错误消息、决策），仅删除重复和明显过时的内容；后面部分已完成的"进行中"项移到"已完成"。
+"""
+    + _STRUCTURE_ZH
+    + """
+{focus}目标 ~{summary_budget} tokens。
+仅写摘要正文，不要任何前缀或开场白。""",
+    "en": """Merge the partial hand-off summaries below into one, for the assistant that continues this work after the earlier conversation has been compacted. They cover consecutive parts of the same conversation, in order.
+{previous_summary}Partial summaries:
+{partial_summaries}
+Keep every concrete detail that is still relevant (file paths, commands, values, error messages, decisions); remove only repetitions and clearly obsolete items; move an item from "In progress" to "Done" when a later part finished it.
+"""
+    + _STRUCTURE_EN
+    + """
+{focus}Target ~{summary_budget} tokens.
+Write only the summary body, with no prefix or preamble.""",
+}
+
+_MERGE_PREVIOUS: dict[str, str] = {
+    "zh": "更早轮次的摘要（来自之前的压缩）：\n{previous_summary}\n",
+    "en": "The summary of the turns before them (from an earlier compaction):\n{previous_summary}\n",
+}
+_PART_HEADING: dict[str, str] = {"zh": "### 第 {n} 部分", "en": "### Part {n}"}
+
 _FOCUS: dict[str, str] = {
     "zh": "用户要求重点关注：{focus}\n",
     "en": "The user asks the summary to focus on: {focus}\n",
 }
+_WRITE_IN = (
+    "Write the summary in {name}, the language the user writes in; keep file paths, "
+    "commands, code, identifiers and quotations exactly as they are.\n"
+)
+
+RETRY_NOTES: dict[str, dict[str, str]] = {
+    "zh": {
+        "short": "\n你上一次的回答太短。请用对话中的具体细节填写结构的每一部分。",
+        "long": "\n你上一次的回答太长。请写一份更简洁的摘要，最多约 {target} tokens。",
+        "cut": "\n你上一次的回答被输出长度上限截断了。请写一份更短的摘要，最多约 {target} tokens。",
+        "empty": "\n你上一次的回答没有摘要正文。请直接回答摘要正文，不要调用工具。",
+    },
+    "en": {
+        "short": "\nYour previous answer was too short. Fill in every section with the concrete "
+        "details of the turns.",
+        "long": "\nYour previous answer was too long. Write a more concise summary of about "
+        "{target} tokens at most.",
+        "cut": "\nYour previous answer was cut off by the output limit. Write a shorter summary "
+        "of about {target} tokens at most.",
+        "empty": "\nYour previous answer had no summary text. Answer with the summary text "
+        "itself; do not call tools.",
+    },
+}
 
 
-def _focus_line(language: Language, focus: str | None) -> str:
-    return _FOCUS[language].format(focus=focus.strip()) if focus and focus.strip() else ""
+def template_language(language: Language) -> str:
+    """The prompts exist in Chinese and English; every other language uses the English ones."""
+    return "zh" if language == "zh" else "en"
 
 
-def first_prompt(serialized: str, *, budget: int, language: Language, focus: str | None) -> str:
-    return FIRST_TEMPLATE[language].format(
-        serialized_conversation=serialized,
+def _extra_lines(language: Language, focus: str | None) -> str:
+    """The focus line (``/compact`` instructions) and, beyond zh/en, the language to write in."""
+    lang = template_language(language)
+    text = _FOCUS[lang].format(focus=focus.strip()) if focus and focus.strip() else ""
+    if lang == "en" and language != "en":
+        text += _WRITE_IN.format(name=language_name(language))
+    return text
+
+
+Serialized = str | Sequence[str]  # the turns, or their pieces (joined with blank lines)
+_SLOT = "\x00turns\x00"
+
+
+def _fill(template: str, slot: str, serialized: Serialized, **values: object) -> str:
+    """``template`` formatted, with the turns in ``slot``: pieces are joined straight into
+    the prompt (one copy of a middle that can be megabytes, not two)."""
+    if isinstance(serialized, str):
+        return template.format(**{slot: serialized}, **values)
+    before, after = template.format(**{slot: _SLOT}, **values).split(_SLOT, 1)
+    joined = [before]
+    for n, piece in enumerate(serialized):
+        if n:
+            joined.append("\n\n")
+        joined.append(piece)
+    joined.append(after)
+    return "".join(joined)
+
+
+def first_prompt(
+    serialized: Serialized, *, budget: int, language: Language, focus: str | None
+) -> str:
+    return _fill(
+        FIRST_TEMPLATE[template_language(language)],
+        "serialized_conversation",
+        serialized,
         summary_budget=budget,
-        focus=_focus_line(language, focus),
+        focus=_extra_lines(language, focus),
     )
 
 
 def update_prompt(
     previous_summary: str,
-    serialized: str,
+    serialized: Serialized,
     *,
     budget: int,
     language: Language,
     focus: str | None,
 ) -> str:
-    return UPDATE_TEMPLATE[language].format(
+    return _fill(
+        UPDATE_TEMPLATE[template_language(language)],
+        "serialized_new_turns",
+        serialized,
         previous_summary=previous_summary,
-        serialized_new_turns=serialized,
         summary_budget=budget,
-        focus=_focus_line(language, focus),
+        focus=_extra_lines(language, focus),
     )
 
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
-_LETTER = re.compile(r"[^\W\d_]")  # any letter, CJK included
-# The language is a property of the conversation, not of its size: a bounded sample of
-# the newest messages decides, so detection costs the same at 10 or 100k messages.
-_SAMPLE_PER_MESSAGE = 4_000
-_SAMPLE_TOTAL = 64_000
+def part_prompt(
+    serialized: Serialized,
+    *,
+    part: int,
+    parts: int,
+    budget: int,
+    language: Language,
+    focus: str | None,
+) -> str:
+    return _fill(
+        PART_TEMPLATE[template_language(language)],
+        "serialized_conversation",
+        serialized,
+        part=part,
+        parts=parts,
+        summary_budget=budget,
+        focus=_extra_lines(language, focus),
+    )
 
 
-def _cjk_share(texts: Sequence[str]) -> tuple[int, int]:
-    """(CJK characters, letters) in a sample of ``texts``, newest first."""
-    sample: list[str] = []
-    room = _SAMPLE_TOTAL
-    for text in reversed(texts):
-        if room <= 0:
-            break
-        piece = text[: min(_SAMPLE_PER_MESSAGE, room)]
-        sample.append(piece)
-        room -= len(piece)
-    joined = "".join(sample)
-    cjk = 0 if joined.isascii() else len(_CJK.findall(joined))
-    return cjk, len(_LETTER.findall(joined))
+def merge_prompt(
+    partials: Sequence[str],
+    *,
+    previous_summary: str | None,
+    budget: int,
+    language: Language,
+    focus: str | None,
+    first_part: int = 1,
+) -> str:
+    lang = template_language(language)
+    heading = _PART_HEADING[lang]
+    joined = "\n\n".join(
+        f"{heading.format(n=first_part + n)}\n{text}" for n, text in enumerate(partials)
+    )
+    previous = (
+        _MERGE_PREVIOUS[lang].format(previous_summary=previous_summary) if previous_summary else ""
+    )
+    return MERGE_TEMPLATE[lang].format(
+        previous_summary=previous,
+        partial_summaries=joined,
+        summary_budget=budget,
+        focus=_extra_lines(language, focus),
+    )
 
 
-def detect_language(messages: Sequence[Message]) -> Language:
-    """zh when at least 10% of the letters the user wrote (newest first) are CJK.
-
-    The user's own words decide: assistants in Chinese conversations still write
-    long stretches of English code. With no user text, the assistant's decides.
-    """
-    for role in ("user", "assistant"):
-        texts = [m.content for m in messages if m.role == role and not m.is_summary]
-        cjk, letters = _cjk_share(texts)
-        if letters:
-            return "zh" if cjk / letters >= 0.10 else "en"
-    return "en"
+def retry_note(kind: str, language: Language, target: int) -> str:
+    """What a second request adds after a rejected answer (``kind``: short/long/cut/empty)."""
+    return RETRY_NOTES[template_language(language)][kind].format(target=target)
 
 
-def summary_content(summary_text: str, language: Language) -> str:
-    return f"{SUMMARY_PREFIX}\n\n{_FRAMING[language]}\n\n{summary_text.strip()}"
+# The last line of a summary when the agent can look back (the recall tools).
+RECALL_HINT: dict[str, str] = {
+    "zh": "原始消息均已保留：可用 search_history 按关键词检索（返回消息 id 和片段），"
+    "用 read_history_message 读取某条消息全文；上文的 #id 即该条目所在的消息。",
+    "en": "The original messages are kept: search_history finds them (message ids and "
+    "snippets) and read_history_message reads one in full; a #id above is the message an "
+    "entry came from.",
+}
 
 
-def build_summary_message(summary_text: str, language: Language) -> Message:
+def summary_content(
+    summary_text: str,
+    language: Language,
+    sections: Sequence[str] = (),
+    *,
+    recall_hint: bool = False,
+) -> str:
+    """Prefix, framing, the model's summary, then deterministic sections (index, anchor),
+    and last the recall hint when the agent has the tools it names."""
+    parts = [SUMMARY_PREFIX, _FRAMING[template_language(language)], summary_text.strip()]
+    parts.extend(section for section in sections if section)
+    if recall_hint:
+        parts.append(RECALL_HINT[template_language(language)])
+    return "\n\n".join(parts)
+
+
+def build_summary_message(
+    summary_text: str,
+    language: Language,
+    sections: Sequence[str] = (),
+    *,
+    recall_hint: bool = False,
+) -> Message:
     """role=user so it never sits next to another assistant turn (seed §3 phase 3)."""
-    return Message(role="user", content=summary_content(summary_text, language), is_summary=True)
+    content = summary_content(summary_text, language, sections, recall_hint=recall_hint)
+    return Message(role="user", content=content, is_summary=True)
 
 
 def summary_body(content: str) -> str:
@@ -200,5 +349,10 @@ def summary_body(content: str) -> str:
     for framing in _FRAMING.values():
         if rest.startswith(framing):
             rest = rest[len(framing) :]
+            break
+    rest = rest.strip()
+    for hint in RECALL_HINT.values():
+        if rest.endswith(hint):
+            rest = rest[: -len(hint)]
             break
     return rest.strip()

@@ -1,16 +1,23 @@
-"""Phase 1: replace old, large tool outputs with a placeholder (no model call)."""
+"""Phase 1: replace old, large tool outputs with a placeholder (no model call).
+
+Pruning serves the main model's context only (a ``pruned_only`` outcome). The summarizer
+always reads the originals, and the protected head is never pruned: its tool results
+(the ones right after ``protect_first_n``) stay with their call, verbatim.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from compaction.core.boundaries import find_compress_start
 from compaction.core.policy import CompactionPolicy
 from compaction.core.types import Message
 
 PRUNED_TOOL_PLACEHOLDER = "[旧工具输出已清除以节省上下文]"
 
 
-def _with_placeholder(m: Message) -> Message:
+def pruned_copy(m: Message) -> Message:
+    """``m`` with the placeholder for content (the pruned view of a tool output)."""
     # dataclasses.replace re-validates every field; on 100k messages it was a third of phase 1
     return Message(
         m.role,
@@ -23,35 +30,45 @@ def _with_placeholder(m: Message) -> Message:
     )
 
 
-def prune_old_tool_outputs(
-    messages: Sequence[Message], estimates: Sequence[int], policy: CompactionPolicy
-) -> tuple[list[Message], list[int], list[int]]:
-    """Walk back from the end; once the running total passes the tail budget, every older
-    tool message over ``prune_min_chars`` gets the placeholder.
+def placeholder_tokens(policy: CompactionPolicy) -> int:
+    return len(PRUNED_TOOL_PLACEHOLDER) // policy.chars_per_token + 10
 
-    Returns the new messages, their estimates and the indexes that were pruned.
-    Messages already carrying the placeholder are left alone (idempotent).
-    """
-    out = list(messages)
-    new_estimates = list(estimates)
-    pruned: list[int] = []
+
+def prune_indexes(
+    messages: Sequence[Message], estimates: Sequence[int], policy: CompactionPolicy
+) -> list[int]:
+    """Indexes phase 1 prunes: walking back from the end, once the running total passes
+    the tail budget, every older tool message over ``prune_min_chars`` after the head.
+    Messages already carrying the placeholder are left alone (idempotent)."""
     budget = policy.tail_token_budget
     running = 0
     boundary = -1  # messages at index <= boundary are "older than the tail budget"
-    for i in range(len(out) - 1, -1, -1):
+    for i in range(len(messages) - 1, -1, -1):
         running += estimates[i]
         if running > budget:
             boundary = i - 1
             break
-    placeholder_tokens = len(PRUNED_TOOL_PLACEHOLDER) // policy.chars_per_token + 10
-    for i in range(min(policy.protect_first_n, len(out)), boundary + 1):
-        m = out[i]
+    pruned = []
+    for i in range(find_compress_start(messages, policy.protect_first_n), boundary + 1):
+        m = messages[i]
         if (
             m.role == "tool"
             and len(m.content) > policy.prune_min_chars
             and m.content != PRUNED_TOOL_PLACEHOLDER
         ):
-            out[i] = _with_placeholder(m)
-            new_estimates[i] = placeholder_tokens
             pruned.append(i)
+    return pruned
+
+
+def prune_old_tool_outputs(
+    messages: Sequence[Message], estimates: Sequence[int], policy: CompactionPolicy
+) -> tuple[list[Message], list[int], list[int]]:
+    """Phase 1 (``prune_indexes``): the new messages, their estimates, the pruned indexes."""
+    out = list(messages)
+    new_estimates = list(estimates)
+    pruned = prune_indexes(messages, estimates, policy)
+    tokens = placeholder_tokens(policy)
+    for i in pruned:
+        out[i] = pruned_copy(out[i])
+        new_estimates[i] = tokens
     return out, new_estimates, pruned

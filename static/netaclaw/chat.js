@@ -5,6 +5,9 @@
  *   {"type": "chat", "sessionId": "<uuid>", "content": "<text>", "HEADERS": {...}}
  * and parseSlashCommand rewrites "/compact [focus]" into
  *   {"type": "compact", "sessionId": "<uuid>", "instructions": "<focus>"}.
+ * The Stop button (and Esc) sends #stop-form, {"type": "stop", "sessionId"}; a failed or
+ * stopped turn's Retry sends #retry-form, {"type": "retry", "sessionId"}. The composer stays
+ * usable while the agent works: a message sent then waits as a chip under the running turn.
  */
 (function () {
   "use strict";
@@ -63,6 +66,20 @@
     if (status) status.setAttribute("data-busy", busy ? "true" : "false");
   }
 
+  function isWorking() {
+    var status = byId("turn-status");
+    var flag = byId("compaction-flag");
+    return (
+      (status && status.getAttribute("data-busy") === "true") ||
+      (flag && flag.getAttribute("data-compacting") === "true")
+    );
+  }
+
+  function submitForm(id) {
+    var form = byId(id);
+    if (form && form.requestSubmit) form.requestSubmit();
+  }
+
   // --- scrolling -------------------------------------------------------------
 
   var stickToBottom = true;
@@ -84,6 +101,10 @@
 
   document.addEventListener("htmx:wsConfigSend", function (event) {
     var form = event.target;
+    if (form instanceof HTMLFormElement && form.id === "retry-form") {
+      setBusy(true);
+      return;
+    }
     if (!(form instanceof HTMLFormElement) || form.id !== "chat-form") return;
     var params = event.detail.parameters;
     var parsed = parseSlashCommand(params.content);
@@ -160,13 +181,27 @@
     if (stickToBottom) scrollToBottom();
   });
 
-  // A message already on the page (rendered with it, or sent twice) is not added again.
+  // A message already on the page (rendered with it, or sent twice) is not added again;
+  // a queued message that arrives in the history leaves its chip.
   document.addEventListener("htmx:oobBeforeSwap", function (event) {
     var target = event.detail.target;
     var fragment = event.detail.fragment;
-    if (!target || target.id !== "messages" || !fragment || !fragment.children) return;
+    if (!target || !fragment || !fragment.children) return;
+    if (target.id !== "messages" && target.id !== "queued") return;
     Array.prototype.slice.call(fragment.children).forEach(function (child) {
-      if (child.id && document.getElementById(child.id)) child.remove();
+      if (!child.id) return;
+      if (document.getElementById(child.id)) {
+        child.remove();
+        return;
+      }
+      var queued = /^queued-(\d+)$/.exec(child.id);
+      if (queued && document.getElementById("msg-" + queued[1])) {
+        child.remove(); // already answered: no chip
+        return;
+      }
+      var match = /^msg-(\d+)$/.exec(child.id);
+      var chip = match && document.getElementById("queued-" + match[1]);
+      if (chip) chip.remove();
     });
   });
 
@@ -232,7 +267,13 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.key === "Escape") {
-      closeDrawer();
+      var root = byId("summary-drawer");
+      if (root && root.getAttribute("data-open") === "true") {
+        closeDrawer();
+      } else if (isWorking()) {
+        event.preventDefault();
+        submitForm("stop-form"); // Esc stops the agent, like the Stop button
+      }
       return;
     }
     // Keep Tab inside the open drawer (it is a modal dialog).

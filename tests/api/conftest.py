@@ -3,29 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.factories import make_agent, make_user
-
-ENGLISH = {"HTTP_ACCEPT_LANGUAGE": "en"}  # LANGUAGE_CODE is zh-hans; assert English messages
-
-
-def client_for(user=None) -> APIClient:
-    client = APIClient(**ENGLISH)
-    if user is not None:
-        client.force_authenticate(user=user)
-    return client
-
-
-def token_client(user) -> APIClient:
-    token, _ = Token.objects.get_or_create(user=user)
-    return APIClient(HTTP_AUTHORIZATION=f"Token {token.key}", **ENGLISH)
-
-
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+from tests.support.api_clients import client_for, token_client
 
 
 @pytest.fixture

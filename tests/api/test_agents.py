@@ -20,6 +20,8 @@ AGENT_FIELDS = {
     "compaction_strategy",
     "compaction_threshold_percent",
     "compaction_protect_first_n",
+    "compaction_reground",
+    "search_history_enabled",
     "created_at",
     "updated_at",
 }

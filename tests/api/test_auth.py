@@ -8,8 +8,8 @@ import pytest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from tests.api.conftest import ENGLISH, client_for
 from tests.factories import make_session
+from tests.support.api_clients import ENGLISH, client_for
 
 pytestmark = pytest.mark.django_db
 

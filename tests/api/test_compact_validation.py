@@ -10,6 +10,7 @@ import pytest
 from django.test import AsyncClient
 from rest_framework.authtoken.models import Token
 
+from agents.reasons import COMPACTION_OUTCOMES
 from tests.factories import make_session, make_user
 from web.api import COMPACTION_FAILURE_STATUS, _outcome_response
 
@@ -137,7 +138,9 @@ def test_done_maps_to_the_contract_fields() -> None:
         (FakeOutcome("failed", "rate_limited", "429"), 502, "rate_limited"),
         (FakeOutcome("failed", "invalid_response", "?"), 502, "invalid_response"),
         (FakeOutcome("failed", "connection_error", "down"), 502, "connection_error"),
-        (FakeOutcome("failed", "span_changed", "moved"), 409, "span_changed"),
+        (FakeOutcome("failed", "history_changed", "moved"), 409, "history_changed"),
+        (FakeOutcome("failed", "no_gain", "no gain"), 422, "no_gain"),
+        (FakeOutcome("failed", "storage_error", "db"), 500, "storage_error"),
         (FakeOutcome("failed", "something_new", "??"), 500, "something_new"),
         (FakeOutcome("failed", None, None), 500, "internal_error"),
     ],
@@ -150,3 +153,9 @@ def test_failures_map_to_status_and_reason(outcome, code, reason) -> None:
     assert set(response.data) == {"error", "reason"}
     if reason in COMPACTION_FAILURE_STATUS:
         assert COMPACTION_FAILURE_STATUS[reason] == code
+
+
+def test_every_reason_a_compaction_ends_with_has_a_status() -> None:
+    """Keyed by the one reason table: a new reason needs its status here, and no stale key
+    outlives its reason."""
+    assert set(COMPACTION_FAILURE_STATUS) == COMPACTION_OUTCOMES

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tests.api.conftest import ENGLISH
 from tests.factories import make_agent, make_session
+from tests.support.api_clients import ENGLISH
 
 pytestmark = pytest.mark.django_db
 

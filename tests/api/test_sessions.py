@@ -116,8 +116,10 @@ def _compacted_session(owner) -> tuple[ChatSession, list, int]:
 
 def test_messages_compacted_and_full_views_after_a_compaction(alice, alice_api) -> None:
     session, msgs, summary_id = _compacted_session(alice)
-    compacted = alice_api.get(f"/api/sessions/{session.pk}/messages/").json()
-    explicit = alice_api.get(f"/api/sessions/{session.pk}/messages/?view=compacted").json()
+    compacted = alice_api.get(f"/api/sessions/{session.pk}/messages/").json()["results"]
+    explicit = alice_api.get(f"/api/sessions/{session.pk}/messages/?view=compacted").json()[
+        "results"
+    ]
     assert compacted == explicit
     head, tail = [m.pk for m in msgs[:2]], [m.pk for m in msgs[6:]]
     ids = [m["id"] for m in compacted]
@@ -126,7 +128,7 @@ def test_messages_compacted_and_full_views_after_a_compaction(alice, alice_api) 
     assert compacted[2]["is_compaction_summary"] is True
     assert compacted[-1]["metadata"]["systemType"] == services.SYSTEM_TYPE_COMPACTION
 
-    full = alice_api.get(f"/api/sessions/{session.pk}/messages/?view=full").json()
+    full = alice_api.get(f"/api/sessions/{session.pk}/messages/?view=full").json()["results"]
     full_ids = [m["id"] for m in full]
     assert full_ids[:7] == [*head, summary_id, *[m.pk for m in msgs[2:6]]]
     replaced = [m for m in full if m["compacted_into"] == summary_id]
@@ -141,6 +143,8 @@ def test_messages_use_the_one_message_shape(alice, alice_api) -> None:
     session, _, _ = _compacted_session(alice)
     for view in ("compacted", "full"):
         body = alice_api.get(f"/api/sessions/{session.pk}/messages/?view={view}").json()
+        assert body["next"] is None
+        body = body["results"]
         expected = [message_to_json(m, view=view) for m in history_load(session=session, view=view)]
         assert body == expected
 

@@ -1,7 +1,7 @@
 """The layers, checked on the import graph (``ast``): arrows only point down.
 
-project (netaclaw) → web / socket (channels_app) → chat → compaction → domain (agents,
-system) → llm, compaction.core. Nothing imports upwards, and no first-party import hides
+project (netaclaw) → web / socket (channels_app) → chat → recall → compaction → domain
+(agents, system) → llm, compaction.core. Nothing imports upwards, and no first-party import hides
 inside a function to dodge a cycle.
 """
 
@@ -13,24 +13,53 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FIRST_PARTY = ("netaclaw", "web", "channels_app", "chat", "compaction", "agents", "system", "llm")
+FIRST_PARTY = (
+    "netaclaw",
+    "web",
+    "channels_app",
+    "chat",
+    "recall",
+    "compaction",
+    "agents",
+    "system",
+    "llm",
+)
 
 # package → first-party packages it must never import (checked as prefixes)
 NEVER = {
     "netaclaw": (),
-    "llm": ("netaclaw", "web", "channels_app", "chat", "compaction.service", "agents", "system"),
-    "compaction.core": ("netaclaw", "web", "channels_app", "chat", "agents", "system", "llm"),
-    "agents": ("netaclaw", "web", "channels_app", "chat", "compaction"),
-    "system": ("netaclaw", "web", "channels_app", "chat", "compaction", "agents"),
-    "compaction": ("netaclaw", "web", "channels_app", "chat"),
+    "llm": (
+        "netaclaw",
+        "web",
+        "channels_app",
+        "chat",
+        "recall",
+        "compaction.service",
+        "agents",
+        "system",
+    ),
+    "compaction.core": (
+        "netaclaw",
+        "web",
+        "channels_app",
+        "chat",
+        "recall",
+        "agents",
+        "system",
+        "llm",
+    ),
+    "agents": ("netaclaw", "web", "channels_app", "chat", "recall", "compaction"),
+    "system": ("netaclaw", "web", "channels_app", "chat", "recall", "compaction", "agents"),
+    "compaction": ("netaclaw", "web", "channels_app", "chat", "recall"),
+    "recall": ("netaclaw", "web", "channels_app", "chat"),
     "chat": ("netaclaw", "web", "channels_app"),
     "web": ("netaclaw", "channels_app"),
     "channels_app": ("netaclaw",),
 }
 # the domain may use the pure core (its value types and estimates), nothing else of compaction
 ALLOWED = {"agents": ("compaction.core",), "llm": ("compaction.core.types",)}
-# Django's own convention: an app registers its system checks in ready()
-LOCAL_IMPORT_ALLOWED = {("netaclaw/apps.py", "netaclaw")}
+# Django's own convention: an app registers its system checks and signal receivers in ready()
+LOCAL_IMPORT_ALLOWED = {("netaclaw/apps.py", "netaclaw"), ("agents/apps.py", "agents")}
 
 
 def _modules() -> list[tuple[str, Path]]:

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from bench import ws_load
-from bench.ws_load import LevelResult, percentile, pooled, render, verdict
+from bench.ws_load import client
+from bench.ws_load.client import LevelResult
+from bench.ws_load.report import percentile, pooled, render, round_ratios, verdict
 
 
 class FakeSocket:
@@ -48,7 +49,7 @@ def _run(socket: FakeSocket, turns: int, *, full: bool = True) -> LevelResult:
     async def go() -> None:
         start = asyncio.Event()
         start.set()
-        await ws_load._client(socket, SID, turns, start, result, full=full)
+        await client.chat(socket, SID, turns, start, result, full=full)
 
     asyncio.run(go())
     return result
@@ -78,7 +79,7 @@ def test_a_failed_turn_and_the_turns_it_prevents_are_errors(frames, kind) -> Non
 
 
 def test_a_turn_that_never_finishes_times_out(monkeypatch) -> None:
-    monkeypatch.setattr(ws_load, "TURN_TIMEOUT", 0.05)
+    monkeypatch.setattr(client, "TURN_TIMEOUT", 0.05)
     result = _run(FakeSocket([[GOOD[1]]]), 1)
     assert result.error_kinds == {"timeout": 1}
 
@@ -141,7 +142,7 @@ def test_each_rounds_ratio_and_the_cold_burst_are_reported_apart() -> None:
             r = _result(server, 500, ms)
             r.round = number
             rounds.append(r)
-    assert ws_load.round_ratios(rounds, 500) == [3.0, 2.0, 2.6]
+    assert round_ratios(rounds, 500) == [3.0, 2.0, 2.6]
     warm = [_result("netaclaw", 500, 900), _result("echo", 500, 100)]
     text = render(
         pooled(rounds),

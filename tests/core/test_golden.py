@@ -1,8 +1,8 @@
 """Golden cases for ``compress``: one JSON file per behaviour of seed §3, §9, §10.
 
 Each case gives the input messages, the policy, whether the run is forced, the
-scripted summaries the auxiliary model returns (in request order), and the
-expected outcome. The expected values were worked out by hand from the spec
+scripted summaries the auxiliary model returns (in request order, a rejected answer's
+retry included), and the expected outcome (or the rejection it raises, with its reason). The expected values were worked out by hand from the spec
 (the arithmetic is in each case's ``why``), not dumped from the code.
 
 Expected messages: ``role`` always; ``id`` (null for messages the core creates);
@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from compaction.core import (
+    SummaryRejected,
     SummaryRequest,
     SummaryTooShort,
     compress,
@@ -45,6 +46,7 @@ CASE_KEYS = {
 EXPECT_KEYS = {
     "status",
     "raises",
+    "reason",
     "estimates",
     "tokens_before",
     "tokens_after",
@@ -75,11 +77,16 @@ REQUEST_KEYS = {
     "contains",
     "contains_once",
     "not_contains",
+    "kind",
+    "attempt",
+    "target_tokens",
 }
 
 
 class ScriptedModel:
-    """Returns the case's summaries in order and records every request."""
+    """Returns the case's summaries in order and records every request (cases with
+    concurrent parts run them one at a time, ``summary_concurrency: 1``, so the order is
+    the plan's)."""
 
     def __init__(self, summaries: list[str]) -> None:
         self.summaries = list(summaries)
@@ -115,7 +122,8 @@ def _check_message(actual: Message, expected: dict[str, Any], inputs: dict[int, 
 
 def _check_request(actual: SummaryRequest, expected: dict[str, Any]) -> None:
     assert set(expected) <= REQUEST_KEYS, set(expected) - REQUEST_KEYS
-    for key in ("is_update", "language", "max_output_tokens", "chunk_index", "chunk_count"):
+    keys = ("is_update", "language", "max_output_tokens", "chunk_index", "chunk_count", "kind")
+    for key in (*keys, "attempt", "target_tokens"):
         if key in expected:
             assert getattr(actual, key) == expected[key], key
     for text in expected.get("contains", ()):
@@ -152,9 +160,10 @@ def test_golden(path: Path) -> None:
         )
 
     if "raises" in expect:
-        assert expect["raises"] == "SummaryTooShort"
-        with pytest.raises(SummaryTooShort):
+        raises = {"SummaryTooShort": SummaryTooShort, "SummaryRejected": SummaryRejected}
+        with pytest.raises(raises[expect["raises"]]) as raised:
             run()
+        assert raised.value.reason == expect["reason"]
         result = None
     else:
         result = run()

@@ -196,6 +196,9 @@ def daphne_url(
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
+        # this process's settings (tests.settings, set by pytest-django): passwords set
+        # here are checked there
+        "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
         # the same key as this process, so session cookies made here are valid there
         "DJANGO_SECRET_KEY": settings.SECRET_KEY,
         "NETACLAW_VAR_DIR": str(var_dir),

@@ -17,9 +17,9 @@ from django.test import Client
 
 from agents.models import Agent, ChatSession, ModelChannel
 from agents.services import messages_bulk_append
+from scripted_llm import Action, Fail, RecordedRequest, Reply, ScriptedLLMServer
 from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
 from tests.factories import make_user
-from tests.support.llm_server import Action, Fail, RecordedRequest, Reply, ScriptedLLMServer
 
 MAIN_MODEL = "e2e-main-model"
 AUX_MODEL = "e2e-aux-model"

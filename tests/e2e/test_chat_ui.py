@@ -15,9 +15,9 @@ from playwright.sync_api import Locator, Page, expect
 from agents.models import ChatSession
 from agents.services import message_append, session_record_usage
 from compaction.core.types import ToolCall
+from scripted_llm import Reply
 from tests.e2e.support import conversation
-from tests.e2e.test_socket import open_chat
-from tests.support.llm_server import Reply
+from tests.support.chat_page import open_chat
 
 GREEN, ORANGE, RED = "rgb(103, 194, 58)", "rgb(230, 162, 60)", "rgb(245, 108, 108)"
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")

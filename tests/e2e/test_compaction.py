@@ -18,9 +18,9 @@ pytest.importorskip("agents.runtime", reason="the agent runtime has not landed y
 from playwright.sync_api import Page, expect
 
 from agents.models import ChatSession
+from scripted_llm import Reply
 from tests.e2e.support import AUX_MODEL, MAIN_MODEL, conversation, failing, long_answer
-from tests.e2e.test_socket import open_chat, record_frames, without_headers
-from tests.support.llm_server import Reply
+from tests.support.chat_page import open_chat, record_frames, without_headers
 
 GOAL = "把 src/app/main.py 拆分成模块"
 PATHS = ["src/app/main.py", "src/app/config.py", "tests/test_main.py"]

@@ -2,32 +2,9 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from playwright.sync_api import Page, expect
 
-from playwright.sync_api import Page, WebSocket, expect
-
-
-def record_frames(page: Page) -> list[dict[str, Any]]:
-    """Every JSON frame the page sends on its chat socket, in order."""
-    sent: list[dict[str, Any]] = []
-
-    def on_socket(ws: WebSocket) -> None:
-        if "/ws/chat/html/" in ws.url:
-            ws.on("framesent", lambda payload: sent.append(json.loads(payload)))
-
-    page.on("websocket", on_socket)
-    return sent
-
-
-def open_chat(page: Page, session: Any) -> None:
-    page.goto(f"/chat/{session.pk}/")
-    expect(page.locator("#chat")).to_have_attribute("data-ws", "open")
-    expect(page.locator("#ws-status")).to_have_text("已连接")
-
-
-def without_headers(frame: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in frame.items() if k != "HEADERS"}
+from tests.support.chat_page import open_chat, record_frames, without_headers
 
 
 def test_chat_without_a_model_channel_says_how_to_add_one(

@@ -34,3 +34,63 @@ async def test_a_receive_idle_longer_than_the_blocking_pop_still_gets_its_messag
     assert not receiving.done(), receiving  # still waiting, not failed
     await channel_layer.send(channel, {"type": "turn.done"})
     assert (await asyncio.wait_for(receiving, 10)) == {"type": "turn.done"}
+
+
+# --- the in-memory layer of the zero-setup default (channels_app/layers.py) ----------------
+
+
+def _memory_layer(**config):
+    from channels_app.layers import InMemoryChannelLayer
+
+    return InMemoryChannelLayer(**config)
+
+
+def test_the_zero_setup_layer_is_ours_and_sized() -> None:
+    from netaclaw import settings as product
+
+    if product.REDIS_URL:
+        pytest.skip("REDIS_URL is set: the product runs on Redis")
+    layer = product.CHANNEL_LAYERS["default"]
+    assert layer["BACKEND"] == "channels_app.layers.InMemoryChannelLayer"
+    assert layer["CONFIG"]["capacity"] >= 10_000
+
+
+async def test_a_full_socket_queue_makes_the_publisher_wait_instead_of_dropping() -> None:
+    """Channels' in-memory layer drops what does not fit, silently (issue 14: 175 of 300
+    turn_done arrived)."""
+    import asyncio
+
+    layer = _memory_layer(capacity=3, send_timeout=5)
+    channel = await layer.new_channel()
+    await layer.group_add("session.burst", channel)
+
+    async def publish() -> None:
+        for i in range(40):
+            await layer.group_send("session.burst", {"type": "x.y", "i": i})
+
+    async def read_slowly() -> list[int]:
+        got = []
+        for _ in range(40):
+            await asyncio.sleep(0.001)
+            got.append((await layer.receive(channel))["i"])
+        return got
+
+    _, got = await asyncio.wait_for(asyncio.gather(publish(), read_slowly()), 10)
+    assert got == list(range(40))
+
+
+async def test_a_socket_that_reads_nothing_loses_events_loudly_and_alone(caplog) -> None:
+    layer = _memory_layer(capacity=2, send_timeout=0.2)
+    stuck, live = await layer.new_channel(), await layer.new_channel()
+    for channel in (stuck, live):
+        await layer.group_add("session.stuck", channel)
+    for i in range(3):
+        await layer.group_send(
+            "session.stuck", {"type": "session.event", "event_type": "turn_done"}
+        )
+        if i:
+            assert (await layer.receive(live))["event_type"] == "turn_done"
+    assert (await layer.receive(live))["event_type"] == "turn_done"
+    dropped = [r for r in caplog.records if r.name == "channels_app.layers"]
+    assert len(dropped) == 1 and "turn_done" in dropped[0].getMessage()
+    assert dropped[0].levelname == "ERROR"

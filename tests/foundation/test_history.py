@@ -10,34 +10,14 @@ from agents.models import Message
 from agents.selectors import history_load, llm_history_load, model_visible
 from agents.services import (
     SpanChanged,
-    compaction_apply,
     compaction_lease_acquire,
     compaction_lease_release,
     message_append,
 )
 from tests.factories import make_session
+from tests.support.history import apply_compaction, conversation
 
 pytestmark = pytest.mark.django_db
-
-
-def _conversation(session, n: int) -> list[Message]:
-    rows = []
-    for i in range(n):
-        role = "user" if i % 2 == 0 else "assistant"
-        rows.append(message_append(session=session, role=role, content=f"turn {i} " + "x" * 40))
-    return rows
-
-
-def _apply(session, msgs, *, pruned=(), summary="## 目标\nsummary body " + "y" * 300):
-    return compaction_apply(
-        session=session,
-        compacted_ids=[m.pk for m in msgs],
-        pruned_ids=[m.pk for m in pruned],
-        summary_content=summary,
-        pruned_token_estimate=17,
-        event_content="上下文已压缩",
-        event_payload={"removedCount": len(msgs), "tokensBefore": 100, "tokensAfter": 40},
-    )
 
 
 def _active_summaries(session) -> list[Message]:
@@ -69,9 +49,9 @@ def test_unknown_role_is_refused_and_nothing_written() -> None:
 
 def test_compacted_and_full_views_after_compaction_apply() -> None:
     session = make_session()
-    msgs = _conversation(session, 10)
+    msgs = conversation(session, 10)
     middle = msgs[3:7]
-    applied = _apply(session, middle, pruned=[msgs[1]])
+    applied = apply_compaction(session, middle, pruned=[msgs[1]])
     summary = applied.summary_message
     assert summary is not None and summary.is_compaction_summary and summary.role == "user"
 
@@ -110,8 +90,8 @@ def test_compacted_and_full_views_after_compaction_apply() -> None:
 
 def test_system_events_never_reach_the_llm_history() -> None:
     session = make_session()
-    msgs = _conversation(session, 8)
-    applied = _apply(session, msgs[3:5])
+    msgs = conversation(session, 8)
+    applied = apply_compaction(session, msgs[3:5])
     llm_ids = [m.pk for m in llm_history_load(session=session)]
     assert applied.event_message.pk not in llm_ids
     assert applied.summary_message.pk in llm_ids
@@ -121,9 +101,11 @@ def test_system_events_never_reach_the_llm_history() -> None:
 
 def test_second_compaction_replaces_the_first_summary_and_full_view_keeps_both() -> None:
     session = make_session()
-    msgs = _conversation(session, 12)
-    first = _apply(session, msgs[3:6]).summary_message
-    second = _apply(session, [first, *msgs[6:9]], summary="second " + "z" * 300).summary_message
+    msgs = conversation(session, 12)
+    first = apply_compaction(session, msgs[3:6]).summary_message
+    second = apply_compaction(
+        session, [first, *msgs[6:9]], summary="second " + "z" * 300
+    ).summary_message
     assert _active_summaries(session) == [second]
     assert second.position == first.position
     full_ids = [m.pk for m in history_load(session=session, view="full", include_events=False)]
@@ -135,7 +117,7 @@ def test_second_compaction_replaces_the_first_summary_and_full_view_keeps_both()
 
 def test_compaction_apply_rolls_back_completely_when_a_write_fails(monkeypatch) -> None:
     session = make_session()
-    msgs = _conversation(session, 10)
+    msgs = conversation(session, 10)
     before = list(Message.objects.filter(session=session).values())
 
     def explode(*args, **kwargs):
@@ -144,7 +126,7 @@ def test_compaction_apply_rolls_back_completely_when_a_write_fails(monkeypatch) 
     # The event record is the last write: summary, marks and prunes have happened by then.
     monkeypatch.setattr(services, "next_positions", explode)
     with pytest.raises(RuntimeError, match="disk full"):
-        _apply(session, msgs[3:7], pruned=[msgs[1]])
+        apply_compaction(session, msgs[3:7], pruned=[msgs[1]])
 
     assert list(Message.objects.filter(session=session).values()) == before
     session.refresh_from_db()
@@ -153,11 +135,11 @@ def test_compaction_apply_rolls_back_completely_when_a_write_fails(monkeypatch) 
 
 def test_span_changed_writes_nothing() -> None:
     session = make_session()
-    msgs = _conversation(session, 10)
-    _apply(session, msgs[3:5])
+    msgs = conversation(session, 10)
+    apply_compaction(session, msgs[3:5])
     count = Message.objects.count()
     with pytest.raises(SpanChanged):
-        _apply(session, msgs[4:7])  # msgs[4] is already compacted
+        apply_compaction(session, msgs[4:7])  # msgs[4] is already compacted
     assert Message.objects.count() == count
 
 

@@ -18,7 +18,7 @@ from agents.models import ChatSession
 from agents.selectors import llm_history_load
 from agents.services import message_append, session_record_usage
 from tests.factories import make_session
-from tests.foundation.test_history import _apply, _conversation
+from tests.support.history import apply_compaction, conversation
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +33,7 @@ def _both(session: ChatSession):  # type: ignore[no-untyped-def]
 
 def test_aggregate_and_loaded_rows_agree_through_a_sessions_life() -> None:
     session = make_session()
-    msgs = _conversation(session, 8)
+    msgs = conversation(session, 8)
     call = message_append(
         session=session,
         role="assistant",
@@ -55,7 +55,7 @@ def test_aggregate_and_loaded_rows_agree_through_a_sessions_life() -> None:
     assert queried.since_report == tool.token_estimate + after.token_estimate
     assert meter_read(session=session).used_tokens == 900 + queried.since_report
 
-    _apply(session, msgs[2:6], pruned=[tool])  # summary in, span out, an event record
+    apply_compaction(session, msgs[2:6], pruned=[tool])  # summary in, span out, an event record
     queried, loaded = _both(session)
     assert queried == loaded
     assert queried.total < sum(m.token_estimate for m in [*msgs, call, tool, after])

@@ -8,21 +8,12 @@ from channels.db import database_sync_to_async
 from agents.models import Message
 from agents.services import messages_bulk_append
 from compaction.core import ToolCall
+from scripted_llm import Fail, Reply
 from tests.factories import make_agent, make_channel, make_session, make_user
-from tests.gateway.conftest import connect, receive_until, send, token_for
-from tests.support.llm_server import Fail, Reply
+from tests.support.sockets import connect, receive_until, send, token_for
+from tests.support.summaries import SUMMARY, is_summary_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-SUMMARY = "## 目标\n修复 src/parser.py 的解析错误\n## 相关文件\n- src/parser.py\n" + "细节。" * 100
-
-
-def _is_summary_request(body: dict) -> bool:
-    text = json.dumps(body, ensure_ascii=False)
-    return not body.get("tools") and any(
-        k in text
-        for k in ("待摘要轮次", "Turns to summarize", "待合并的新轮次", "New turns to merge")
-    )
 
 
 @database_sync_to_async
@@ -84,7 +75,7 @@ async def test_a_turn_streams_runs_tools_and_stores_everything(llm_server, provi
 
 async def test_auto_compaction_runs_before_the_model_call(llm_server) -> None:
     llm_server.responder = lambda body, wire: (
-        Reply(text=SUMMARY) if _is_summary_request(body) else Reply(text="继续。")
+        Reply(text=SUMMARY) if is_summary_request(body) else Reply(text="继续。")
     )
     user, session = await _setup(llm_server, window=6000, history=40)
     ws, _ = await connect(token=await token_for(user), origin=None)
@@ -95,7 +86,7 @@ async def test_auto_compaction_runs_before_the_model_call(llm_server) -> None:
     assert events[kinds.index("compaction_start")]["reason"] == "auto"
     done = events[kinds.index("compaction_done")]
     assert done["tokensAfter"] < done["tokensBefore"] and done["removedCount"] > 0
-    chat_request = [r for r in llm_server.requests if not _is_summary_request(r.body)][-1].body
+    chat_request = [r for r in llm_server.requests if not is_summary_request(r.body)][-1].body
     sent = json.dumps(chat_request, ensure_ascii=False)
     assert "[CONTEXT COMPACTION]" in sent and "src/parser.py" in sent
     assert "第 5 轮" not in sent  # the middle was replaced by the summary
@@ -128,7 +119,7 @@ async def test_a_message_sent_during_compaction_waits_and_is_answered(llm_server
     import time
 
     def model(body, wire):
-        if _is_summary_request(body):
+        if is_summary_request(body):
             time.sleep(1.0)
             return Reply(text=SUMMARY)
         return Reply(text="收到排队的消息。")
@@ -148,7 +139,7 @@ async def test_a_message_sent_during_compaction_waits_and_is_answered(llm_server
 async def test_auxiliary_failure_is_reported_and_the_chat_goes_on(llm_server) -> None:
     llm_server.responder = lambda body, wire: (
         Fail(status=500, should_retry=False)
-        if _is_summary_request(body)
+        if is_summary_request(body)
         else Reply(text="照常回答。")
     )
     user, session = await _setup(llm_server, window=6000, history=40)

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.test import Client
 
 from tests.factories import make_agent, make_session, make_user
-from tests.gateway.conftest import connect, receive, receive_until, send, token_for
+from tests.support.sockets import connect, receive, receive_until, send, token_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

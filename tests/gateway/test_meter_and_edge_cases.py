@@ -19,10 +19,10 @@ from channels.db import database_sync_to_async
 
 from agents.models import Agent, ChatSession
 from agents.services import messages_bulk_append
+from scripted_llm import Fail, Reply
 from tests.factories import make_agent, make_channel, make_session, make_user
-from tests.gateway.conftest import connect, receive_until, send, token_for
-from tests.gateway.test_chat_flow import SUMMARY, _is_summary_request
-from tests.support.llm_server import Fail, Reply
+from tests.support.sockets import connect, receive_until, send, token_for
+from tests.support.summaries import SUMMARY, is_summary_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,7 +41,7 @@ def strict_model(window: int, answer: str = "好的，我记下了这一步。")
     chat_sizes: list[int] = []
 
     def respond(body: dict[str, Any], wire: str) -> Any:
-        if _is_summary_request(body):
+        if is_summary_request(body):
             return Reply(text=SUMMARY)
         tokens = cjk_aware_tokens(body)
         chat_sizes.append(tokens)
@@ -145,7 +145,7 @@ async def test_the_meter_starts_from_the_reported_input_tokens(llm_server) -> No
 
 async def test_fewer_messages_than_the_protected_head_never_trigger(llm_server) -> None:
     llm_server.responder = lambda body, wire: (
-        Reply(text=SUMMARY) if _is_summary_request(body) else Reply(text="读完了。")
+        Reply(text=SUMMARY) if is_summary_request(body) else Reply(text="读完了。")
     )
     user, session = await _world(llm_server, window=1_000)
     ws, _ = await connect(token=await token_for(user), origin=None)
@@ -153,13 +153,13 @@ async def test_fewer_messages_than_the_protected_head_never_trigger(llm_server) 
     await ws.disconnect()
     assert "compaction_start" not in _kinds(events)
     assert "delta" in _kinds(events) and not [
-        r for r in llm_server.requests if _is_summary_request(r.body)
+        r for r in llm_server.requests if is_summary_request(r.body)
     ]
 
 
 async def test_one_oversized_message_is_reported_once_and_not_looped_on(llm_server) -> None:
     llm_server.responder = lambda body, wire: (
-        Reply(text=SUMMARY) if _is_summary_request(body) else Reply(text="收到。")
+        Reply(text=SUMMARY) if is_summary_request(body) else Reply(text="收到。")
     )
     history = [f"第 {i} 轮" for i in range(10)]
     user, session = await _world(llm_server, window=2_000, history=history)
@@ -175,7 +175,7 @@ async def test_one_oversized_message_is_reported_once_and_not_looped_on(llm_serv
     meter = next(e for e in second if e["type"] == "token_update")
     assert meter["autoCompaction"]["paused"] is True
     assert "建议拆分" in meter["autoCompaction"]["reason"]
-    assert not [r for r in llm_server.requests if _is_summary_request(r.body)]
+    assert not [r for r in llm_server.requests if is_summary_request(r.body)]
     paused = await database_sync_to_async(
         lambda: ChatSession.objects.get(pk=session.pk).auto_compaction_paused_reason
     )()
@@ -186,7 +186,7 @@ async def test_a_model_switch_that_shrinks_the_window_compacts_before_the_next_c
     llm_server,
 ) -> None:
     llm_server.responder = lambda body, wire: (
-        Reply(text=SUMMARY) if _is_summary_request(body) else Reply(text="继续。")
+        Reply(text=SUMMARY) if is_summary_request(body) else Reply(text="继续。")
     )
     history = [f"第 {i} 轮 src/parser.py " + "内容" * 200 for i in range(40)]
     user, session = await _world(llm_server, window=200_000, history=history)
@@ -207,7 +207,7 @@ async def test_a_model_switch_that_shrinks_the_window_compacts_before_the_next_c
     await ws.disconnect()
     kinds = _kinds(after)
     assert kinds.index("compaction_start") < kinds.index("compaction_done") < kinds.index("delta")
-    last_chat = [r for r in llm_server.requests if not _is_summary_request(r.body)][-1].body
+    last_chat = [r for r in llm_server.requests if not is_summary_request(r.body)][-1].body
     assert "[CONTEXT COMPACTION]" in json.dumps(last_chat, ensure_ascii=False)
 
 
@@ -215,7 +215,7 @@ async def test_two_sockets_on_one_session_see_the_events_of_one_compaction(llm_s
     import time
 
     def slow_summary(body: dict[str, Any], wire: str) -> Any:
-        if _is_summary_request(body):
+        if is_summary_request(body):
             time.sleep(0.8)
             return Reply(text=SUMMARY)
         return Reply(text="在。")
@@ -236,7 +236,7 @@ async def test_two_sockets_on_one_session_see_the_events_of_one_compaction(llm_s
     )
     await tab_a.disconnect()
     await tab_b.disconnect()
-    summaries = [r for r in llm_server.requests if _is_summary_request(r.body)]
+    summaries = [r for r in llm_server.requests if is_summary_request(r.body)]
     assert len(summaries) == 1, "one compaction"
     skipped = [e for e in seen_a + seen_b if e["type"] == "compaction_skipped"]
     assert len(skipped) == 1 and skipped[0]["reason"] == "in_progress"

@@ -20,8 +20,8 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from agents.services import messages_bulk_append
+from scripted_llm import Reply, ScriptedLLMServer
 from tests.factories import make_agent, make_channel, make_session, make_user
-from tests.support.llm_server import Reply, ScriptedLLMServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
@@ -57,8 +57,9 @@ def two_servers(tmp_path) -> Iterator[list[int]]:
         "REDIS_URL": settings.REDIS_URL,
         "NETACLAW_VAR_DIR": str(tmp_path / "var"),
         "NETACLAW_CHANNEL_PREFIX": settings.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
+        # this process's (tests.settings, set by pytest-django), not the ASGI module's default
+        "DJANGO_SETTINGS_MODULE": os.environ["DJANGO_SETTINGS_MODULE"],
     }
-    env.pop("DJANGO_SETTINGS_MODULE", None)
     ports = [_free_port(), _free_port()]
     procs = [
         subprocess.Popen(

@@ -7,8 +7,8 @@ import socket
 import pytest
 
 from compaction.core.types import Message
-from llm import ChannelConfig, LLMError, LLMRequest, get_provider
-from tests.support.llm_server import (
+from llm import ChannelConfig, LLMError, LLMRequest, TextDelta, get_provider
+from scripted_llm import (
     Action,
     Disconnect,
     Fail,
@@ -160,8 +160,8 @@ async def test_openai_compatible_falls_back_without_stream_options(
     rejection = {"error": {"message": "Unrecognized request argument supplied: stream_options"}}
     llm_server.enqueue(Fail(status=400, body=rejection), Reply(text="fine"))
     config = make_config(llm_server, "openai_compatible", base_url=llm_server.openai_base_url)
-    completion = await get_provider(config).acomplete(REQUEST)
-    assert completion.text == "fine"
+    events = [event async for event in get_provider(config).stream(REQUEST)]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "fine"
     first, second = llm_server.requests
     assert first.body["stream_options"] == {"include_usage": True}
     assert "stream_options" not in second.body and second.body["stream"] is True

@@ -9,41 +9,30 @@ import pytest
 
 from compaction.core.types import Message, ToolCall
 from llm import (
-    ChannelConfig,
     Completion,
     LLMRequest,
     StreamEnd,
     TextDelta,
     ToolCallReady,
-    ToolSpec,
     UsageReport,
     get_provider,
 )
-from tests.support.llm_server import Empty, Reply, ScriptedLLMServer, default_input_tokens
-
-ALL_PROVIDERS = ["openai", "deepseek", "openai_compatible", "anthropic"]
-TOOL = ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}})
-REQUEST = LLMRequest(
-    messages=(Message("system", "Be terse."), Message("user", "Read a.txt please.")),
-    tools=(TOOL,),
-    max_tokens=300,
-    temperature=0.3,
-)
+from scripted_llm import Empty, Reply, ScriptedLLMServer, default_input_tokens
+from tests.support.adapters import ALL_PROVIDERS, REQUEST, TOOL, events_of, make_config
 
 
-def make_config(server: ScriptedLLMServer, provider: str, **kw: object) -> ChannelConfig:
-    defaults: dict[str, object] = {
-        "model": "claude-sonnet-4-5" if provider == "anthropic" else "gpt-4o",
-        "api_key": "test-key",
-        "base_url": server.base_url_for(provider),
-        "timeout_seconds": 5.0,
-        "max_retries": 0,
-    }
-    return ChannelConfig(provider=provider, **{**defaults, **kw})  # type: ignore[arg-type]
-
-
-async def events_of(provider: object, request: LLMRequest = REQUEST) -> list[object]:
-    return [event async for event in provider.stream(request)]  # type: ignore[attr-defined]
+async def collected(provider: object, request: LLMRequest = REQUEST) -> Completion:
+    """One streamed call folded the way the ReAct loop folds it (``agents.runtime``)."""
+    events = await events_of(provider, request)
+    end = events[-1]
+    assert isinstance(end, StreamEnd)
+    usage = [e for e in events if isinstance(e, UsageReport)]
+    return Completion(
+        text="".join(e.text for e in events if isinstance(e, TextDelta)),
+        tool_calls=tuple(e.call for e in events if isinstance(e, ToolCallReady)),
+        usage=usage[-1] if usage else None,
+        stop_reason=end.stop_reason,
+    )
 
 
 @pytest.mark.parametrize("provider", ALL_PROVIDERS)
@@ -76,25 +65,6 @@ async def test_streamed_tool_calls_are_reassembled(
     usage = [e for e in events if isinstance(e, UsageReport)]
     assert usage[0].input_tokens == 1234
     assert events[-1] == StreamEnd("tool_use")
-
-
-@pytest.mark.parametrize("provider", ALL_PROVIDERS)
-async def test_acomplete_collects_the_stream(llm_server: ScriptedLLMServer, provider: str) -> None:
-    llm_server.enqueue(
-        Reply(
-            text="hi",
-            tool_calls=[ToolCall("c", "read_file", "{}")],
-            input_tokens=7,
-            output_tokens=3,
-        )
-    )
-    completion = await get_provider(make_config(llm_server, provider)).acomplete(REQUEST)
-    assert completion == Completion(
-        text="hi",
-        tool_calls=(ToolCall("c", "read_file", "{}"),),
-        usage=UsageReport(7, 3),
-        stop_reason="tool_use",
-    )
 
 
 @pytest.mark.parametrize("provider", ALL_PROVIDERS)
@@ -243,12 +213,12 @@ async def test_consumer_may_stop_early(llm_server: ScriptedLLMServer, provider: 
     async for _event in stream:
         break
     await stream.aclose()  # type: ignore[attr-defined]
-    assert (await provider_.acomplete(REQUEST)).text == "next"
+    assert (await collected(provider_)).text == "next"
 
 
 async def test_concurrent_streams(llm_server: ScriptedLLMServer) -> None:
     provider = get_provider(make_config(llm_server, "anthropic"))
-    results = await asyncio.gather(*(provider.acomplete(REQUEST) for _ in range(5)))
+    results = await asyncio.gather(*(collected(provider) for _ in range(5)))
     assert [r.text for r in results] == ["ok"] * 5
     assert len(llm_server.requests) == 5
 
@@ -259,7 +229,7 @@ async def test_empty_answer_is_a_valid_empty_completion(
 ) -> None:
     llm_server.enqueue(Empty(), Empty())
     provider_ = get_provider(make_config(llm_server, provider))
-    streamed = await provider_.acomplete(REQUEST)
+    streamed = await collected(provider_)
     assert (streamed.text, streamed.tool_calls, streamed.stop_reason) == ("", (), "end_turn")
     completed = provider_.complete(REQUEST)
     assert (completed.text, completed.tool_calls, completed.stop_reason) == ("", (), "end_turn")
@@ -269,14 +239,14 @@ async def test_empty_answer_is_a_valid_empty_completion(
 async def test_length_stop_is_normalised(llm_server: ScriptedLLMServer, provider: str) -> None:
     llm_server.enqueue(Reply(text="cut", stop="length"), Reply(text="cut", stop="length"))
     provider_ = get_provider(make_config(llm_server, provider))
-    assert (await provider_.acomplete(REQUEST)).stop_reason == "max_tokens"
+    assert (await collected(provider_)).stop_reason == "max_tokens"
     assert provider_.complete(REQUEST).stop_reason == "max_tokens"
 
 
 async def test_default_input_tokens_grow_with_the_context(llm_server: ScriptedLLMServer) -> None:
     provider_ = get_provider(make_config(llm_server, "anthropic"))
-    short = await provider_.acomplete(REQUEST)
+    short = await collected(provider_)
     longer = LLMRequest(messages=(*REQUEST.messages, Message("user", "x" * 400)))
-    long = await provider_.acomplete(longer)
+    long = await collected(provider_, longer)
     assert short.usage is not None and long.usage is not None
     assert long.usage.input_tokens - short.usage.input_tokens == 100

@@ -8,8 +8,8 @@ import pytest
 
 from llm import get_provider
 from llm.transport import AsyncClientPool
-from tests.llm.test_adapters_wire import ALL_PROVIDERS, events_of, make_config
-from tests.support.llm_server import Reply, ScriptedLLMServer
+from scripted_llm import Reply, ScriptedLLMServer
+from tests.support.adapters import ALL_PROVIDERS, events_of, make_config
 
 
 @pytest.mark.parametrize("provider", ALL_PROVIDERS)

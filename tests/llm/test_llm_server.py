@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.llm_server import (
+from scripted_llm import (
     Fail,
     Hang,
     Reply,
@@ -186,7 +186,7 @@ def test_unknown_path_is_404(llm_server: ScriptedLLMServer) -> None:
 
 
 def test_cli_serves_until_terminated() -> None:
-    command = [sys.executable, "-m", "tests.support.llm_server", "--port", "0"]
+    command = [sys.executable, "-m", "scripted_llm", "--port", "0"]
     with subprocess.Popen(
         [*command, "--responder", "long"], cwd=ROOT, stdout=subprocess.PIPE, text=True
     ) as process:

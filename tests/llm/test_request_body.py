@@ -8,8 +8,8 @@ import pytest
 from bench.compaction_core import synthetic_conversation
 from llm import get_provider
 from llm.openai_adapter import _post_streaming, async_client, build_openai_params
-from tests.llm.test_adapters_wire import REQUEST, TOOL, events_of, make_config
-from tests.support.llm_server import Fail, Reply, ScriptedLLMServer
+from scripted_llm import Fail, Reply, ScriptedLLMServer
+from tests.support.adapters import REQUEST, TOOL, events_of, make_config
 
 LONG_REQUEST = REQUEST.__class__(
     messages=tuple(synthetic_conversation(120)), tools=(TOOL,), max_tokens=500, temperature=0.2

@@ -14,7 +14,7 @@ import pytest
 
 from compaction.core.types import Message
 from llm import ChannelConfig, LLMError, LLMRequest, get_provider
-from tests.support.llm_server import Disconnect, Fail, Hang, NonJSON, ScriptedLLMServer
+from scripted_llm import Disconnect, Fail, Hang, NonJSON, ScriptedLLMServer
 
 SECRET = "sk-secret-for-leak-tests-9f8e7d6c5b4a"
 REQUEST = LLMRequest(messages=(Message("user", "hi"),), max_tokens=16)

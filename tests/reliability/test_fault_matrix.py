@@ -27,15 +27,10 @@ from django.test import AsyncClient
 from rest_framework.authtoken.models import Token
 
 from agents.models import ChatSession, Message
+from scripted_llm import Action, Empty, Fail, Hang, NonJSON, Reply, ScriptedLLMServer
 from tests.factories import make_agent, make_channel, make_session, make_user
-from tests.reliability.conftest import (
-    connect,
-    fill_history,
-    history_rows,
-    receive_until,
-    send,
-)
-from tests.support.llm_server import Action, Empty, Fail, Hang, NonJSON, Reply, ScriptedLLMServer
+from tests.support.history import fill_history, history_rows
+from tests.support.sockets import connect, receive_until, send
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,7 +43,7 @@ FAULTS: dict[str, tuple[Callable[[], Action] | None, str]] = {
     "http-429": (lambda: Fail(status=429), "rate_limited"),
     "timeout": (lambda: Hang(seconds=5), "timeout"),
     "non-json": (lambda: NonJSON(), "invalid_response"),
-    "empty": (lambda: Empty(), "summary_too_short"),
+    "empty": (lambda: Empty(), "summary_empty"),  # asked once more, empty again
     "too-short": (lambda: Reply(text="## 目标\n修 bug。"), "summary_too_short"),
     "refused": (None, "connection_error"),  # the auxiliary channel points at a closed port
 }

@@ -28,7 +28,8 @@ from rest_framework.test import APIClient
 from agents.models import ChatSession
 from agents.services import message_append
 from tests.factories import make_agent, make_channel, make_session, make_user
-from tests.reliability.conftest import connect, server_frames_ok
+from tests.support.frames import server_frames_ok
+from tests.support.sockets import connect
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -40,7 +40,10 @@ from channels_app.html_encoder import render_event_html
 from channels_app.routing import websocket_urlpatterns
 from system.dictionary import dict_set
 from tests.factories import make_agent, make_channel, make_session, make_user
-from tests.reliability.conftest import HtmlAudit, connect, receive, send
+from tests.support.history import fill_history
+from tests.support.html_audit import HtmlAudit
+from tests.support.sockets import connect, receive, receive_until, send
+from tests.support.summaries import SEED_SUMMARY
 
 ALICE_SECRET = "alice-private-plan-7c1e"
 BOB_SECRET = "bob-private-diary-93af"
@@ -600,9 +603,7 @@ async def test_api_keys_never_appear_in_responses_events_pages_or_logs(caplog) -
 
     from django.test import AsyncClient
 
-    from tests.gateway.conftest import receive_until
-    from tests.reliability.conftest import SUMMARY, fill_history
-    from tests.support.llm_server import Fail, Reply, ScriptedLLMServer, ToolCall
+    from scripted_llm import Fail, Reply, ScriptedLLMServer, ToolCall
 
     caplog.set_level(logging.DEBUG)
     for name in ("httpx", "httpx2", "httpcore", "openai", "anthropic", "daphne", "django"):
@@ -612,7 +613,7 @@ async def test_api_keys_never_appear_in_responses_events_pages_or_logs(caplog) -
 
     def summary_or_chat(body: dict[str, Any], wire: str) -> Any:
         if not body.get("stream"):
-            return Reply(text=SUMMARY)
+            return Reply(text=SEED_SUMMARY)
         last = body["messages"][-1]
         if last.get("role") == "tool" or isinstance(last.get("content"), list):
             return Reply(text="读完了。", chunk_size=3)

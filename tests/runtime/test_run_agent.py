@@ -8,7 +8,7 @@ from agents import runtime
 from agents.tools import TodoStore, Workspace, default_registry
 from compaction.core import Message, ToolCall
 from llm import ChannelConfig, get_provider
-from tests.support.llm_server import Fail, Reply
+from scripted_llm import Fail, Reply
 
 
 def _provider(server, provider: str):

@@ -15,53 +15,20 @@ from agents.models import Message
 from agents.selectors import history_load
 from agents.services import compaction_lease_acquire, messages_bulk_append
 from compaction.service import CompactionService
-from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
-from tests.factories import make_agent, make_channel, make_session, make_user
-from tests.support.llm_server import Empty, Fail, Hang, NonJSON, Reply
+from scripted_llm import Empty, Fail, Hang, NonJSON, Reply
+from tests.factories import make_agent, make_user
+from tests.support.history import session_to_compact, stored_rows
+from tests.support.summaries import KEY_VALUE_SUMMARY
 
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"  # a public transcript (see ../shared/transcripts/SOURCES.md)
-SUMMARY = "## 目标\n修复 src/parser.py\n## 相关文件\n- src/parser.py：解析器\n" + "关键值 42。" * 60
-
-
-def _session(server, *, n=40, aux="agent"):
-    channel = make_channel(
-        base_url=server.openai_base_url,
-        context_window=200_000,
-        is_auxiliary=True,
-        model="aux-model",
-    )
-    agent = make_agent(
-        model_channel=channel, auxiliary_model_channel=channel if aux == "agent" else None
-    )
-    if aux == "dict":
-        dict_set(type_key=NETACLAW_TYPE_KEY, name=DEFAULT_AUXILIARY_CHANNEL, value=str(channel.pk))
-    session = make_session(owner=make_user(is_superuser=True), agent=agent)
-    rows = [
-        {
-            "role": "user" if i % 2 == 0 else "assistant",
-            "content": f"turn {i} about src/parser.py " + "x" * 300,
-        }
-        for i in range(n)
-    ]
-    messages_bulk_append(session=session, rows=rows)
-    return session
-
-
-def _rows(session):
-    return list(
-        Message.objects.filter(session=session)
-        .exclude(metadata__has_key="systemType")
-        .order_by("id")
-        .values()
-    )
 
 
 def test_forty_messages_compact_into_one_summary(llm_server) -> None:
-    llm_server.enqueue(Reply(text=SUMMARY))
-    session = _session(llm_server)
+    llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
+    session = session_to_compact(llm_server)
     outcome = CompactionService().compact(session=session, reason="manual")
     assert outcome.status == "done" and outcome.removed_count > 20
     compacted = history_load(session=session, include_events=False)
@@ -81,8 +48,10 @@ def test_forty_messages_compact_into_one_summary(llm_server) -> None:
 
 
 def test_second_compaction_prompt_holds_the_previous_summary(llm_server) -> None:
-    llm_server.enqueue(Reply(text=SUMMARY), Reply(text=SUMMARY.replace("42", "43")))
-    session = _session(llm_server)
+    llm_server.enqueue(
+        Reply(text=KEY_VALUE_SUMMARY), Reply(text=KEY_VALUE_SUMMARY.replace("42", "43"))
+    )
+    session = session_to_compact(llm_server)
     assert CompactionService().compact(session=session, reason="manual").status == "done"
     messages_bulk_append(session=session, rows=[{"role": "user", "content": "more " * 200}] * 10)
     assert CompactionService().compact(session=session, reason="manual").status == "done"
@@ -106,11 +75,11 @@ def test_second_compaction_prompt_holds_the_previous_summary(llm_server) -> None
 def test_auxiliary_failures_leave_history_untouched(llm_server, settings, action, reason) -> None:
     settings.NETACLAW = {**settings.NETACLAW, "AUXILIARY_TIMEOUT_SECONDS": 0.5}
     llm_server.enqueue(action)
-    session = _session(llm_server)
-    before = _rows(session)
+    session = session_to_compact(llm_server)
+    before = stored_rows(session)
     outcome = CompactionService().compact(session=session, reason="manual")
     assert (outcome.status, outcome.reason) == ("failed", reason)
-    assert _rows(session) == before
+    assert stored_rows(session) == before
     bubble = Message.objects.get(session=session, metadata__systemType="compaction_event")
     assert bubble.metadata["status"] == "failed" and bubble.content.startswith("压缩失败：")
     status = getattr(action, "status", None)
@@ -119,22 +88,22 @@ def test_auxiliary_failures_leave_history_untouched(llm_server, settings, action
 
 
 def test_no_auxiliary_model_is_a_clear_failure(llm_server) -> None:
-    session = _session(llm_server, aux=None)
-    before = _rows(session)
+    session = session_to_compact(llm_server, aux=None)
+    before = stored_rows(session)
     outcome = CompactionService().compact(session=session, reason="manual")
     assert (outcome.status, outcome.reason) == ("failed", "no_auxiliary_model")
     assert "未配置辅助模型" in outcome.error
-    assert _rows(session) == before and llm_server.requests == []
+    assert stored_rows(session) == before and llm_server.requests == []
 
 
 def test_the_dictionary_default_is_used_when_the_agent_has_none(llm_server) -> None:
-    llm_server.enqueue(Reply(text=SUMMARY))
-    session = _session(llm_server, aux="dict")
+    llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
+    session = session_to_compact(llm_server, aux="dict")
     assert CompactionService().compact(session=session, reason="manual").status == "done"
 
 
 def test_a_held_lease_skips_without_any_request(llm_server) -> None:
-    session = _session(llm_server)
+    session = session_to_compact(llm_server)
     assert compaction_lease_acquire(session=session, holder="other-process", seconds=60)
     outcome = CompactionService().compact(session=session, reason="manual")
     assert (outcome.status, outcome.reason) == ("skipped", "in_progress")
@@ -146,9 +115,9 @@ def test_a_failing_write_rolls_back_and_reports(llm_server, monkeypatch) -> None
 
     from agents import services
 
-    llm_server.enqueue(Reply(text=SUMMARY))
-    session = _session(llm_server)
-    before = _rows(session)
+    llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
+    session = session_to_compact(llm_server)
+    before = stored_rows(session)
 
     def broken(*args, **kwargs):
         raise DatabaseError("disk full")
@@ -156,16 +125,16 @@ def test_a_failing_write_rolls_back_and_reports(llm_server, monkeypatch) -> None
     monkeypatch.setattr(services, "next_positions", broken)
     outcome = CompactionService().compact(session=session, reason="manual")
     assert (outcome.status, outcome.reason) == ("failed", "storage_error")
-    assert _rows(session) == before
+    assert stored_rows(session) == before
 
 
 def test_two_failures_pause_automatic_compaction(llm_server) -> None:
     llm_server.enqueue(
         Fail(status=500, should_retry=False),
         Fail(status=500, should_retry=False),
-        Reply(text=SUMMARY),
+        Reply(text=KEY_VALUE_SUMMARY),
     )
-    session = _session(llm_server)
+    session = session_to_compact(llm_server)
     service = CompactionService()
     service.compact(session=session, reason="manual")
     session.refresh_from_db()
@@ -179,7 +148,7 @@ def test_two_failures_pause_automatic_compaction(llm_server) -> None:
 
 
 def test_compact_session_command_json_and_dry_run(llm_server) -> None:
-    session = _session(llm_server)
+    session = session_to_compact(llm_server)
     out = StringIO()
     call_command("compact_session", str(session.pk), "--dry-run", "--json", stdout=out)
     dry = json.loads(out.getvalue().strip().splitlines()[-1])
@@ -189,7 +158,7 @@ def test_compact_session_command_json_and_dry_run(llm_server) -> None:
         and not Message.objects.filter(compacted_at__isnull=False).exists()
     )
 
-    llm_server.enqueue(Reply(text=SUMMARY))
+    llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     out = StringIO()
     call_command(
         "compact_session",
@@ -214,7 +183,7 @@ def test_compact_session_command_json_and_dry_run(llm_server) -> None:
 def test_compact_session_command_errors(llm_server) -> None:
     with pytest.raises(CommandError, match="unknown session"):
         call_command("compact_session", "00000000-0000-0000-0000-000000000000")
-    session = _session(llm_server, aux=None)
+    session = session_to_compact(llm_server, aux=None)
     with pytest.raises(CommandError, match="no_auxiliary_model"):
         call_command("compact_session", str(session.pk))
 
@@ -266,9 +235,9 @@ def test_compact_session_exit_code_in_a_real_process(tmp_path) -> None:
 
 
 def test_admin_action_compacts_and_reports_per_session(llm_server, client) -> None:
-    llm_server.enqueue(Reply(text=SUMMARY))
-    good = _session(llm_server)
-    bad = _session(llm_server, aux=None)
+    llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
+    good = session_to_compact(llm_server)
+    bad = session_to_compact(llm_server, aux=None)
     admin_user = make_user("root-admin", is_staff=True, is_superuser=True)
     client.force_login(admin_user)
     response = client.post(

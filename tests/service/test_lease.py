@@ -13,8 +13,9 @@ from agents.models import ChatSession, Message
 from agents.services import compaction_lease_acquire
 from compaction.lease import lease_seconds
 from compaction.service import CompactionService
-from tests.service.test_compaction_service import SUMMARY, _rows, _session
-from tests.support.llm_server import Reply
+from scripted_llm import Reply
+from tests.support.history import session_to_compact, stored_rows
+from tests.support.summaries import KEY_VALUE_SUMMARY
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,11 +34,11 @@ def _in_thread(work, results: list) -> threading.Thread:
 
 def test_a_summary_longer_than_the_lease_keeps_it_to_the_end(llm_server, settings) -> None:
     settings.NETACLAW = {**settings.NETACLAW, "COMPACTION_LEASE_SECONDS": 1}
-    session = _session(llm_server)
+    session = session_to_compact(llm_server)
 
     def slow(body, wire):
         time.sleep(2.5)  # two and a half leases
-        return Reply(text=SUMMARY)
+        return Reply(text=KEY_VALUE_SUMMARY)
 
     llm_server.responder = slow
     outcomes: list = []
@@ -58,19 +59,19 @@ def test_a_summary_longer_than_the_lease_keeps_it_to_the_end(llm_server, setting
 
 def test_a_compaction_whose_lease_was_taken_writes_nothing(llm_server, settings) -> None:
     settings.NETACLAW = {**settings.NETACLAW, "COMPACTION_LEASE_SECONDS": 1}
-    session = _session(llm_server)
-    before = _rows(session)
+    session = session_to_compact(llm_server)
+    before = stored_rows(session)
 
     def stolen(body, wire):
         # another process took over (as if this one had stalled past its lease)
         ChatSession.objects.filter(pk=session.pk).update(compaction_lease_holder="someone")
         connection.close()
-        return Reply(text=SUMMARY)
+        return Reply(text=KEY_VALUE_SUMMARY)
 
     llm_server.responder = stolen
     outcome = CompactionService().compact(session=session, reason="manual")
     assert (outcome.status, outcome.reason) == ("failed", "history_changed")
-    assert _rows(session) == before
+    assert stored_rows(session) == before
     assert not Message.objects.filter(session=session, is_compaction_summary=True).exists()
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.llm_server import ScriptedLLMServer
+from scripted_llm import ScriptedLLMServer
 
 
 @pytest.fixture

@@ -5,8 +5,9 @@ from __future__ import annotations
 import typing
 
 import pytest
+from django.utils import translation
 
-from agents import events
+from agents import events, reasons
 from agents.events import (
     CompactionDone,
     CompactionFailed,
@@ -19,12 +20,20 @@ from agents.events import (
     TurnDone,
 )
 from agents.message_format import message_to_json
+from agents.reasons import REASONS
 from agents.services import compaction_apply, message_append, system_event_append
 from channels_app.html_encoder import render_event_html
 from tests.ui.html import Node, parse
 
 SID = "7d3b3c8e-6a43-4a4b-9d0c-5b8f0f7f2d11"
 HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+
+
+def _meter(used: int, **figures: typing.Any) -> TokenUpdate:
+    """A reading of ``used`` tokens of 8,000 (threshold 70%, estimated), as an event."""
+    reading = {"max_tokens": 8000, "threshold_percent": 70, "estimated": True}
+    reading |= {"input_tokens": 0, "output_tokens": 0, "api_calls": 0, **figures}
+    return TokenUpdate(session_id=SID, used_tokens=used, **reading)
 
 
 def _frame(event, language: str = "zh-hans") -> list[Node]:
@@ -57,7 +66,7 @@ def test_every_server_event_type_has_a_rendering() -> None:
         CompactionDone: CompactionDone(SID, 3, 9, 1000, 400),
         CompactionFailed: CompactionFailed(SID, "boom"),
         CompactionSkipped: CompactionSkipped(SID, "in_progress", "busy"),
-        TokenUpdate: TokenUpdate(SID, 10, 5, 1, 100, 1000, 70, True),
+        TokenUpdate: _meter(100, max_tokens=1000, input_tokens=10, output_tokens=5, api_calls=1),
         MessageStored: MessageStored(SID, {"id": 1, "role": "user", "content": "hi"}),
         Delta: Delta(SID, "x"),
         TurnDone: TurnDone(SID),
@@ -73,8 +82,9 @@ def test_every_server_event_type_has_a_rendering() -> None:
 @pytest.mark.django_db
 def test_user_message_is_appended_escaped(session) -> None:
     stored = message_append(session=session, role="user", content=HOSTILE)
-    (messages,) = _frame(MessageStored(str(session.pk), message_to_json(stored)))
+    messages, status = _frame(MessageStored(str(session.pk), message_to_json(stored)))
     assert (messages.id, messages.get("hx-swap-oob")) == ("messages", "beforeend")
+    assert (status.id, status.get("data-busy")) == ("turn-status", "true"), "its turn starts"
     (article,) = messages.elements
     assert article.id == f"msg-{stored.pk}" and article.get("data-role") == "user"
     assert HOSTILE in article.text()  # shown as text
@@ -155,7 +165,7 @@ def test_token_update_replaces_bar_and_status() -> None:
     assert "输入 1,200 · 输出 300 · 工具 90 tokens · 4 次 API 调用" in text
     en = " ".join(_frame(event, "en")[1].text().split())
     # a reading taken while the lease is held keeps the page in the compacting state
-    compacting = TokenUpdate(SID, 0, 0, 0, 10, 8000, 70, True, compacting=True)
+    compacting = _meter(10, compacting=True)
     *_, pending, flag = _frame(compacting)
     assert pending.by_id("compaction-pending") is not None
     assert flag.get("data-compacting") == "true"
@@ -164,12 +174,12 @@ def test_token_update_replaces_bar_and_status() -> None:
 
 @pytest.mark.parametrize(("used", "state"), [(100, "ok"), (7000, "warn"), (7201, "danger")])
 def test_token_bar_states(used: int, state: str) -> None:
-    bar, *_ = _frame(TokenUpdate(SID, 0, 0, 0, used, 8000, 70, True))
+    bar, *_ = _frame(_meter(used))
     assert bar.get("data-state") == state and f"state-{state}" in bar.classes
 
 
 def test_token_bar_never_overflows() -> None:
-    bar, *_ = _frame(TokenUpdate(SID, 0, 0, 0, 12000, 8000, 70, True))
+    bar, *_ = _frame(_meter(12000))
     assert bar.has_class("token-fill")[0].get("style") == "width: 100.00%"
     assert bar.get("aria-valuenow") == "12000"
 
@@ -272,10 +282,10 @@ def test_skipped_and_error_are_visible_alerts() -> None:
     (notices,) = _frame(CompactionSkipped(SID, "in_progress", "已有压缩在进行"))
     assert (notices.id, notices.get("hx-swap-oob")) == ("notices", "beforeend")
     assert notices.elements[0].get("role") == "status"
-    notices, turn = _frame(ErrorEvent(HOSTILE, "bad_json", SID))
+    notices, turn = _frame(ErrorEvent(HOSTILE, "a_reason_of_a_newer_server", SID))
     alert = notices.elements[0]
-    assert alert.get("role") == "alert" and alert.get("data-reason") == "bad_json"
-    assert HOSTILE in alert.text()
+    assert alert.get("role") == "alert" and alert.get("data-reason") == "a_reason_of_a_newer_server"
+    assert HOSTILE in alert.text()  # an unknown reason shows the event's text, escaped
     _no_live_markup([notices])
     assert (turn.id, turn.get("data-busy")) == ("turn-status", "false")
 
@@ -317,7 +327,7 @@ def test_known_error_reasons_are_shown_in_the_pages_language(reason, zh, en) -> 
 
 def test_a_failed_model_call_keeps_the_providers_detail() -> None:
     event = ErrorEvent(
-        "The model provider refused the credentials (HTTP 401): Incorrect API key provided",
+        "The model provider refused the API key (HTTP 401): Incorrect API key provided",
         "auth_error",
         SID,
     )
@@ -328,7 +338,17 @@ def test_a_failed_model_call_keeps_the_providers_detail() -> None:
 
 
 def test_unknown_error_reason_shows_the_event_text() -> None:
-    assert "frame too large" in _frame(ErrorEvent("frame too large", "frame_too_large"))[0].text()
+    assert "frame too large" in _frame(ErrorEvent("frame too large", "new_reason"))[0].text()
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_every_reason_is_shown_in_the_pages_language(language: str) -> None:
+    """Every reason of the one table (agents.reasons), whatever the event's text."""
+    for reason in REASONS:
+        with translation.override(language):
+            expected = reasons.message(reason)
+        (notices, _turn) = _frame(ErrorEvent("the wire's text", reason, SID), language)
+        assert expected in notices.text(), reason
 
 
 def test_missing_auxiliary_model_says_what_to_do() -> None:
@@ -339,10 +359,10 @@ def test_missing_auxiliary_model_says_what_to_do() -> None:
 def test_a_live_token_update_shows_and_clears_the_pause() -> None:
     from compaction.trigger import PAUSED_FAILURES
 
-    paused = TokenUpdate(SID, 0, 0, 0, 100, 8000, 70, True, paused_reason=PAUSED_FAILURES)
+    paused = _meter(100, paused_reason=PAUSED_FAILURES)
     _, status, *_ = _frame(paused)
     assert "自动压缩已暂停：连续两次失败。" in status.text()
     _, status_en, *_ = _frame(paused, "en")
     assert "Automatic compaction is paused: it failed twice in a row." in status_en.text()
-    _, cleared, *_ = _frame(TokenUpdate(SID, 0, 0, 0, 100, 8000, 70, True))
+    _, cleared, *_ = _frame(_meter(100))
     assert "暂停" not in cleared.text()

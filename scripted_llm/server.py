@@ -907,7 +907,7 @@ def _anthropic_events(r: _Responder, reply: Reply, inp: int, out: int) -> Iterat
 
 def main(argv: list[str] | None = None) -> None:
     """Serve until interrupted (benchmarks, subprocess servers); prints the URL first."""
-    parser = argparse.ArgumentParser(prog="python -m tests.support.llm_server")
+    parser = argparse.ArgumentParser(prog="python -m scripted_llm")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--responder", choices=sorted(RESPONDERS), default="echo")
     args = parser.parse_args(argv)
@@ -921,7 +921,3 @@ def main(argv: list[str] | None = None) -> None:
         pass
     finally:
         server.stop()
-
-
-if __name__ == "__main__":
-    main()

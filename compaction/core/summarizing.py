@@ -1,0 +1,445 @@
+"""Phase 3's model calls: which requests, in what order, and what is accepted.
+
+A middle that fits one request is summarized in one (the seed's first or update
+prompt). A middle of two chunks is folded sequentially, as DESIGN 8 says: each update
+carries the running summary. From ``policy.parallel_min_chunks`` chunks on, sequential
+folding costs one model round trip per chunk, so the chunks are summarized
+concurrently instead (at most ``policy.summary_concurrency`` at a time, each with a
+*part* prompt) and the partial summaries are merged, in order, with the previous
+summary if any (merging in rounds when they do not fit one request). Results keep the
+conversation's order whatever order the answers arrive in.
+
+Every answer is checked (``checks.rejection``); a rejected one is asked for once more
+with a note saying what was wrong, and a second rejection raises ``SummaryRejected``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from compaction.core.checks import (
+    SUMMARY_CUT_OFF,
+    SUMMARY_LONGER_THAN_INPUT,
+    SUMMARY_OVER_BUDGET,
+    SUMMARY_TOO_SHORT,
+    SummaryReply,
+    as_reply,
+    rejected,
+    rejection,
+    strip_reasoning,
+)
+from compaction.core.language import Language
+from compaction.core.policy import CompactionPolicy
+from compaction.core.prompts import (
+    first_prompt,
+    merge_prompt,
+    part_prompt,
+    retry_note,
+    update_prompt,
+)
+from compaction.core.serialize import truncate_middle
+from compaction.core.tokens import conservative_tokens
+
+SUMMARY = "summary"  # the seed's first or update prompt (one request, or a sequential fold)
+PART = "part"  # one chunk of a long middle, summarized concurrently with the others
+MERGE = "merge"  # partial summaries (and the previous summary) into one
+
+# the retry note's kind for each rejection reason
+_NOTE = {
+    SUMMARY_CUT_OFF: "cut",
+    SUMMARY_LONGER_THAN_INPUT: "long",
+    SUMMARY_OVER_BUDGET: "long",
+    SUMMARY_TOO_SHORT: "short",
+}
+_PART_HEADING_TOKENS = 16
+_MARGIN_TOKENS = 200  # a retry note and rounding
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    prompt: str
+    max_output_tokens: int
+    language: Language
+    is_update: bool  # the prompt carries a previous summary
+    chunk_index: int = 0  # this request's place among ``chunk_count`` planned requests
+    chunk_count: int = 1
+    kind: str = SUMMARY
+    attempt: int = 0  # 1 for the one retry after a rejected answer
+    target_tokens: int = 0  # the "~N tokens" the prompt asks for
+
+
+Summarize = Callable[[SummaryRequest], "str | SummaryReply"]
+FinalCheck = Callable[[str], "tuple[str, str] | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPlan:
+    """The requests a middle needs, decided before any is sent."""
+
+    chunk_pieces: tuple[tuple[str, ...], ...]  # each chunk: its serialized messages
+    chunk_tokens: tuple[int, ...]  # conservative tokens of each chunk (upper side)
+    previous: str | None
+    budget: int  # max output tokens of the final summary
+    language: Language
+    focus: str | None
+    parallel: bool = False
+    part_budget: int = 0  # max output tokens of a partial (and intermediate merged) summary
+    merge_batch: int = 2  # partial summaries one merge request can carry
+
+    @property
+    def chunks(self) -> tuple[str, ...]:
+        """Each chunk's text, as the prompts carry it."""
+        return tuple("\n\n".join(pieces) for pieces in self.chunk_pieces)
+
+    def chunk_chars(self, index: int) -> int:
+        pieces = self.chunk_pieces[index]
+        return sum(map(len, pieces)) + 2 * max(0, len(pieces) - 1)
+
+    @property
+    def merge_rounds(self) -> tuple[int, ...]:
+        """How many merge requests each round sends (the last round is the final merge)."""
+        if not self.parallel:
+            return ()
+        rounds = []
+        count = len(self.chunk_pieces)
+        while count > self.merge_batch:
+            count = math.ceil(count / self.merge_batch)
+            rounds.append(count)
+        rounds.append(1)
+        return tuple(rounds)
+
+    @property
+    def request_count(self) -> int:
+        return len(self.chunk_pieces) + sum(self.merge_rounds)
+
+    def round_trips(self, concurrency: int) -> int:
+        """Model round trips of wall time at ``concurrency`` requests at once (no retries)."""
+        if not self.parallel:
+            return len(self.chunk_pieces)
+        waves = math.ceil(len(self.chunk_pieces) / concurrency)
+        return waves + sum(math.ceil(n / concurrency) for n in self.merge_rounds)
+
+
+@dataclass
+class RunResult:
+    text: str
+    requests: list[SummaryRequest] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def target_tokens(max_output: int, input_tokens: int, carried: int = 0) -> int:
+    """What a prompt asks for: half its input (a summary longer than its input is
+    rejected) but at least 256 tokens (or the whole input when shorter), never less than
+    what an update carries over, within the output limit."""
+    return min(max_output, max(min(256, input_tokens), input_tokens // 2, carried))
+
+
+def _chunk_pieces(
+    pieces: Sequence[str], costs: Sequence[int], *, room: int, policy: CompactionPolicy
+) -> tuple[tuple[tuple[str, ...], ...], tuple[int, ...]]:
+    """Greedy chunks of whole messages that fit ``room`` tokens (a too-large one is cut),
+    and each chunk's tokens; ``costs``: each piece's conservative tokens + 1, counted once
+    for every chunking. A chunk stays a tuple of pieces until its prompt is built."""
+    chunks: list[tuple[str, ...]] = []
+    tokens: list[int] = []
+    current: list[str] = []
+    used = 0
+    for piece, cost in zip(pieces, costs, strict=True):
+        if cost > room:  # one message alone is too large: cut it to fit
+            keep_chars = max(200, room * policy.chars_per_token // 4)
+            piece = truncate_middle(piece, keep_chars * 2 // 3, keep_chars // 3)
+            cost = conservative_tokens(piece, policy.chars_per_token) + 1
+        if current and used + cost > room:
+            chunks.append(tuple(current))
+            tokens.append(used)
+            current, used = [], 0
+        current.append(piece)
+        used += cost
+    if current:
+        chunks.append(tuple(current))
+        tokens.append(used)
+    return tuple(chunks), tuple(tokens)
+
+
+def _chunk_count(costs: Sequence[int], room: int) -> int:
+    """How many chunks ``_chunk_pieces`` would make (without building them)."""
+    count, used = 0, 0
+    for cost in costs:
+        cost = min(cost, room)
+        if count == 0 or used + cost > room:
+            count, used = count + 1, 0
+        used += cost
+    return count
+
+
+def plan_requests(
+    pieces: Sequence[str],
+    costs: Sequence[int],
+    *,
+    previous: str | None,
+    budget: int,
+    language: Language,
+    focus: str | None,
+    policy: CompactionPolicy,
+) -> RequestPlan:
+    """Chunk the serialized middle (``costs``: each piece's conservative tokens + 1) for the
+    auxiliary model's window (DESIGN 8)."""
+    cpt = policy.chars_per_token
+    carried_tokens = conservative_tokens(previous or "", cpt)
+    template = conservative_tokens(
+        update_prompt("", "", budget=budget, language=language, focus=focus), cpt
+    )
+    room = policy.input_budget(budget) - template - max(budget, carried_tokens) - _MARGIN_TOKENS
+    room = max(500, room)
+
+    def sequential() -> RequestPlan:
+        chunks, tokens = _chunk_pieces(pieces, costs, room=room, policy=policy)
+        return RequestPlan(chunks or ((),), tokens or (0,), previous, budget, language, focus)
+
+    count = _chunk_count(costs, room)
+    if count < policy.parallel_min_chunks:
+        return sequential()
+    part_budget = min(budget, max(policy.summary_floor_tokens, 2 * budget // count))
+    part_template = conservative_tokens(
+        part_prompt("", part=1, parts=1, budget=part_budget, language=language, focus=focus), cpt
+    )
+    part_room = policy.input_budget(part_budget) - part_template - _MARGIN_TOKENS
+    parts, tokens = _chunk_pieces(pieces, costs, room=max(500, part_room), policy=policy)
+    if len(parts) < 2:  # only carrying the previous summary made it several chunks
+        return sequential()
+    merge_template = conservative_tokens(
+        merge_prompt([], previous_summary=previous, budget=budget, language=language, focus=focus),
+        cpt,
+    )
+    merge_room = policy.input_budget(budget) - merge_template - _MARGIN_TOKENS
+    batch = max(2, merge_room // (part_budget + _PART_HEADING_TOKENS))
+    return RequestPlan(parts, tokens, previous, budget, language, focus, True, part_budget, batch)
+
+
+class _Runner:
+    """Sends one plan's requests; ``ask`` checks an answer and retries it once."""
+
+    def __init__(
+        self, rp: RequestPlan, summarize: Summarize, policy: CompactionPolicy, final: FinalCheck
+    ) -> None:
+        self.rp = rp
+        self.summarize = summarize
+        self.policy = policy
+        self.final = final
+
+    def ask(
+        self, request: SummaryRequest, *, input_chars: int, input_tokens: int, last: bool
+    ) -> RunResult:
+        run = RunResult("")
+        for attempt in (0, 1):
+            reply = as_reply(self.summarize(request))
+            run.requests.append(replace(request, prompt=""))  # the prompt is not kept
+            run.input_tokens += reply.input_tokens or 0
+            run.output_tokens += reply.output_tokens or 0
+            text = strip_reasoning(reply.text)
+            problem = rejection(
+                reply,
+                text,
+                max_output_tokens=request.max_output_tokens,
+                input_chars=input_chars,
+                policy_floor=self.policy.min_summary_chars,
+            )
+            if problem is None and last:
+                problem = self.final(text)
+            if problem is None:
+                run.text = text
+                return run
+            if attempt:
+                raise rejected(*problem)
+            reason = problem[0]
+            target = request.target_tokens
+            if reason in (SUMMARY_CUT_OFF, SUMMARY_OVER_BUDGET):
+                target = max(1, target // 2)
+            elif reason == SUMMARY_LONGER_THAN_INPUT:
+                target = max(1, min(target, input_tokens // 3))
+            note = retry_note(_NOTE.get(reason, "empty"), self.rp.language, target)
+            request = replace(
+                request, prompt=request.prompt + note, attempt=1, target_tokens=target
+            )
+        raise AssertionError("unreachable")
+
+    def map(self, jobs: Sequence[Callable[[], RunResult]]) -> list[RunResult]:
+        """Run ``jobs`` at most ``summary_concurrency`` at a time, the calling thread one of
+        the workers; results in job order. After a failure no new job starts, and the
+        failure of the earliest job is raised (the same one whatever the timing)."""
+        workers = min(self.policy.summary_concurrency, len(jobs))
+        if workers <= 1:
+            return [job() for job in jobs]
+        results: list[RunResult | None] = [None] * len(jobs)
+        errors: dict[int, BaseException] = {}
+        lock = threading.Lock()
+        order = iter(range(len(jobs)))
+
+        def work() -> None:
+            while not errors:
+                with lock:
+                    index = next(order, None)
+                if index is None:
+                    return
+                try:
+                    results[index] = jobs[index]()
+                except BaseException as exc:  # re-raised in the calling thread
+                    errors[index] = exc
+
+        threads = [
+            threading.Thread(target=work, name=f"summary-{n}", daemon=True)
+            for n in range(workers - 1)
+        ]
+        for thread in threads:
+            thread.start()
+        work()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[min(errors)]
+        return [r for r in results if r is not None]
+
+
+def _sequential(runner: _Runner) -> RunResult:
+    rp, cpt = runner.rp, runner.policy.chars_per_token
+    total = RunResult("")
+    running = rp.previous
+    count = len(rp.chunk_pieces)
+    for index, chunk in enumerate(rp.chunk_pieces):
+        carried = conservative_tokens(running, cpt) if running else 0
+        input_tokens = rp.chunk_tokens[index] + carried
+        target = target_tokens(rp.budget, input_tokens, carried)
+        if running is None:
+            prompt = first_prompt(chunk, budget=target, language=rp.language, focus=rp.focus)
+        else:
+            prompt = update_prompt(
+                running, chunk, budget=target, language=rp.language, focus=rp.focus
+            )
+        request = SummaryRequest(
+            prompt=prompt,
+            max_output_tokens=rp.budget,
+            language=rp.language,
+            is_update=running is not None,
+            chunk_index=index,
+            chunk_count=count,
+            kind=SUMMARY,
+            target_tokens=target,
+        )
+        run = runner.ask(
+            request,
+            input_chars=rp.chunk_chars(index) + len(running or ""),
+            input_tokens=input_tokens,
+            last=index == count - 1,
+        )
+        _add(total, run)
+        running = run.text
+    total.text = running or ""
+    return total
+
+
+def _add(total: RunResult, run: RunResult) -> None:
+    total.requests.extend(run.requests)
+    total.input_tokens += run.input_tokens
+    total.output_tokens += run.output_tokens
+
+
+def _parallel(runner: _Runner) -> RunResult:
+    """Parts concurrently, then merge rounds. A part's prompt (one join, in C) is built by
+    the worker that sends it and dropped with its answer, so a middle of many megabytes is
+    never held as prompts all at once."""
+    rp, cpt = runner.rp, runner.policy.chars_per_token
+    count = rp.request_count
+    total = RunResult("")
+
+    def part(index: int, chunk: Sequence[str]) -> Callable[[], RunResult]:
+        def job() -> RunResult:  # the prompt exists only while its request is in flight
+            input_tokens = rp.chunk_tokens[index]
+            target = target_tokens(rp.part_budget, input_tokens)
+            request = SummaryRequest(
+                prompt=part_prompt(
+                    chunk,
+                    part=index + 1,
+                    parts=len(rp.chunk_pieces),
+                    budget=target,
+                    language=rp.language,
+                    focus=rp.focus,
+                ),
+                max_output_tokens=rp.part_budget,
+                language=rp.language,
+                is_update=False,
+                chunk_index=index,
+                chunk_count=count,
+                kind=PART,
+                target_tokens=target,
+            )
+            chars = rp.chunk_chars(index)
+            return runner.ask(request, input_chars=chars, input_tokens=input_tokens, last=False)
+
+        return job
+
+    def merge(
+        index: int, texts: Sequence[str], first_part: int, final: bool
+    ) -> Callable[[], RunResult]:
+        previous = rp.previous if final else None
+        carried = conservative_tokens(previous, cpt) if previous else 0
+        input_tokens = sum(conservative_tokens(t, cpt) for t in texts) + carried
+        budget = rp.budget if final else rp.part_budget
+        target = target_tokens(budget, input_tokens, carried)
+        request = SummaryRequest(
+            prompt=merge_prompt(
+                texts,
+                previous_summary=previous,
+                budget=target,
+                language=rp.language,
+                focus=rp.focus,
+                first_part=first_part,
+            ),
+            max_output_tokens=budget,
+            language=rp.language,
+            is_update=previous is not None,
+            chunk_index=index,
+            chunk_count=count,
+            kind=MERGE,
+            target_tokens=target,
+        )
+        chars = sum(len(t) for t in texts) + len(previous or "")
+        return lambda: runner.ask(request, input_chars=chars, input_tokens=input_tokens, last=final)
+
+    runs = runner.map([part(i, chunk) for i, chunk in enumerate(rp.chunk_pieces)])
+    for run in runs:
+        _add(total, run)
+    texts = [run.text for run in runs]
+    index = len(rp.chunk_pieces)
+    for round_size in rp.merge_rounds:
+        final = round_size == 1  # earlier rounds send at least two merges each
+        batch = len(texts) if final else rp.merge_batch
+        jobs = []
+        for start in range(0, len(texts), batch):
+            jobs.append(merge(index, texts[start : start + batch], start + 1, final))
+            index += 1
+        runs = runner.map(jobs)
+        for run in runs:
+            _add(total, run)
+        texts = [run.text for run in runs]
+    total.text = texts[0]
+    return total
+
+
+def run_requests(
+    rp: RequestPlan,
+    summarize: Summarize,
+    policy: CompactionPolicy,
+    *,
+    final_check: FinalCheck = lambda text: None,
+) -> RunResult:
+    """Send the plan's requests and return the final summary text (checked, retried once).
+
+    ``final_check`` adds the caller's own test of the final summary (it must fit the room).
+    Exceptions raised by ``summarize`` propagate unchanged.
+    """
+    runner = _Runner(rp, summarize, policy, final_check)
+    return _parallel(runner) if rp.parallel else _sequential(runner)

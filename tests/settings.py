@@ -1,0 +1,19 @@
+"""Settings of the test suite: production's (``netaclaw.settings``), minus what only slows tests.
+
+Everything else — database, channel layer, middleware, security, i18n — stays as in
+production, so the tests keep exercising it. Tests of the production settings themselves
+(``tests/foundation/test_db_settings.py``, ``test_startup_heap.py``, ``make run``) load
+``netaclaw.settings`` on purpose.
+
+The live servers the tests start (``tests/e2e``, the Daphne processes of
+``tests/gateway`` and ``tests/reliability``) run on this module too: users they log in
+are created here, with this hasher.
+"""
+
+from __future__ import annotations
+
+from netaclaw.settings import *  # noqa: F403
+
+# PBKDF2 (Django's default) costs about half a second per password set or checked, by
+# design; the suite creates hundreds of users. MD5 is insecure and fit only for tests.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
