@@ -8,15 +8,15 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from scripted_llm.ports import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
 DB_NAME = "netaclaw_bench_ws_load"
@@ -165,31 +165,13 @@ def stop(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float 
         proc.wait(timeout=5)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_listening(port: int, proc: subprocess.Popen[Any], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the process for port {port} exited with {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"nothing listens on {port} after {timeout}s")
-
-
 @contextmanager
 def _process(cmd: list[str], *, env: dict[str, str], log: Path, port: int) -> Iterator[int]:
     """Start ``cmd``, wait until it listens on ``port``; terminate (then kill) it after."""
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        _wait_listening(port, proc)
+        wait_listening(port, proc)
         yield proc.pid
     finally:
         stop(proc)

@@ -191,7 +191,12 @@ def test_a_queued_message_and_a_stop_on_one_daphne(daphne) -> None:
     stored = _contents(session)
     assert stored[:3] == [("user", "问题一"), ("assistant", LONG), ("user", "问题二")]
     assert stored[3][0] == "assistant" and LONG.startswith(stored[3][1]) and stored[3][1] != LONG
-    session.refresh_from_db()
+    deadline = time.monotonic() + 5  # released right after its turn_done
+    while time.monotonic() < deadline:
+        session.refresh_from_db()
+        if not session.turn_lease_holder:
+            break
+        time.sleep(0.05)
     assert session.turn_lease_holder == ""
 
 

@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -40,6 +39,7 @@ from agents.selectors import history_load
 from agents.services import message_append
 from compaction.service import CompactionService
 from scripted_llm import Reply, ScriptedLLMServer
+from scripted_llm.ports import free_port, wait_listening
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.support.history import fill_history, history_rows
 from tests.support.summaries import SEED_SUMMARY
@@ -145,24 +145,6 @@ def test_a_failing_write_inside_compaction_apply_rolls_everything_back(
 # SIGKILL mid-compaction (real Daphne processes on PostgreSQL + Redis)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_listening(port: int, proc: subprocess.Popen[Any], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"daphne on {port} exited with {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise TimeoutError(f"daphne on {port} did not start")
-
-
 LEASE_SECONDS = 3
 
 
@@ -185,7 +167,7 @@ def daphne(tmp_path) -> Iterator[Any]:
     procs: list[subprocess.Popen[Any]] = []
 
     def start() -> tuple[subprocess.Popen[Any], int]:
-        port = _free_port()
+        port = free_port()
         cmd = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
         proc = subprocess.Popen(
             [*cmd, "netaclaw.asgi:application"],
@@ -195,7 +177,7 @@ def daphne(tmp_path) -> Iterator[Any]:
             stderr=(tmp_path / f"daphne-{port}.log").open("w"),
         )
         procs.append(proc)
-        _wait_listening(port, proc)
+        wait_listening(port, proc)
         return proc, port
 
     yield start
