@@ -118,9 +118,9 @@ class ModelClock:
         self.seconds = 0.0
 
     def install(self) -> None:
-        import llm
+        from chat import turn
 
-        real = llm.get_provider
+        real = turn.get_provider
         clock = self
 
         class Timed:
@@ -138,22 +138,38 @@ class ModelClock:
                 finally:
                     clock.seconds += time.perf_counter() - start
 
-        llm.get_provider = lambda config: Timed(real(config))
+        turn.get_provider = lambda config: Timed(real(config))  # what a turn calls
 
 
 async def _one_turn(session_id: str) -> None:
-    from channels_app.gateway import Gateway
+    """One chat frame's work as the socket does it: accept (access check, store, lease, the
+    turn's reads), then the gateway runs the turn."""
+    from channels.db import database_sync_to_async
 
-    gateway = Gateway()
+    from agents.models import ChatSession
+    from channels_app.gateway import Gateway
+    from chat import control
+    from chat.turn import accept_chat
+
+    owner = await database_sync_to_async(lambda: ChatSession.objects.get(pk=session_id).owner)()
     events: list[str] = []
 
     async def reply(event):  # type: ignore[no-untyped-def]
         events.append(event.type)
 
-    await gateway.submit_chat(session_id=session_id, content="next step please", reply=reply)
-    runner = gateway.runner(session_id)
-    assert runner.task is not None
-    await runner.task
+    accepted = await accept_chat(
+        owner,
+        session_id,
+        "next step please",
+        control.new_holder(control.TURN),
+        control.lease_seconds(),
+    )
+    assert accepted is not None and accepted.holder, "the session's turn lease was busy"
+    gateway = Gateway()
+    await gateway.submit_chat(accepted, reply)
+    task = gateway.runner(session_id).task
+    assert task is not None
+    await asyncio.wait_for(task, timeout=120)
 
 
 def _median_ms(samples: list[float]) -> float:
