@@ -289,11 +289,6 @@ def compaction_lease_renew(*, session: ChatSession, holder: str, seconds: int) -
     return renewed == 1
 
 
-def compaction_lease_held(*, session: ChatSession, holder: str) -> bool:
-    """Inside the write-back's transaction: the lease is still this holder's."""
-    return ChatSession.objects.filter(pk=session.pk, compaction_lease_holder=holder).exists()
-
-
 def compaction_lease_release(*, session: ChatSession, holder: str) -> bool:
     """Free the lease if ``holder`` still has it; False when it had lost it (a stop took it
     back, or it expired and another holder took it)."""

@@ -22,11 +22,9 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.conf import settings
 
 from agents import runtime, services
 from agents.access import SessionNotFound, session_for_user
@@ -39,6 +37,7 @@ from agents.models import ChatSession, Role
 from agents.reasons import TurnFailure, wire_text
 from agents.selectors import llm_history_load, model_visible, retryable_turn_event
 from agents.tools import TodoStore, Workspace, default_registry
+from agents.tools.workspace import session_workspace_root
 from chat.control import StopSignal
 from compaction import service as compaction
 from compaction.context import llm_context_for_session
@@ -182,10 +181,14 @@ def _read_turn(session_id: str) -> PreparedTurn:
 
 
 @database_sync_to_async
-def _read_after_compaction(session_id: str) -> tuple[TokenUpdate, tuple[Message, ...]]:
+def _read_after_compaction(
+    session_id: str,
+) -> tuple[ChatSession, TokenUpdate, tuple[Message, ...]]:
+    """After a compaction: the session (its counters changed), the meter and the context,
+    from one load of the session."""
     session = _load_session(session_id)
     reading = meter_read(session=session)
-    return TokenUpdate.of(session_id, reading), tuple(llm_context_for_session(session))
+    return session, TokenUpdate.of(session_id, reading), tuple(llm_context_for_session(session))
 
 
 @database_sync_to_async
@@ -390,8 +393,7 @@ class ChatTurn:
         meter, messages = prepared.meter, prepared.messages
         if prepared.compact_first:
             await compaction.acompact(self.session_id, reason="auto", cancel=self.stop.cancel)
-            meter, messages = await _read_after_compaction(self.session_id)
-            self.session = await database_sync_to_async(_load_session)(self.session_id)
+            self.session, meter, messages = await _read_after_compaction(self.session_id)
         if meter is not None:
             async with self._writes():
                 await apublish(self.session_id, meter)
@@ -401,7 +403,7 @@ class ChatTurn:
             await self._compact_and_run_again(failure)
 
     async def _run_agent(self, messages: list[Message]) -> None:
-        workspace = Path(settings.NETACLAW["WORKSPACE_ROOT"]) / self.session_id
+        workspace = session_workspace_root(self.session_id)
         channel = self.session.agent.model_channel
         assert channel is not None  # a turn without a channel is refused above
         await runtime.run_agent(
@@ -422,10 +424,7 @@ class ChatTurn:
         outcome = await compaction.acompact(
             self.session_id, reason="auto", force=True, cancel=self.stop.cancel
         )
-        meter, messages = await _read_after_compaction(self.session_id)
-        async with self._writes():
-            await apublish(self.session_id, meter)
-        self.session = await database_sync_to_async(_load_session)(self.session_id)
+        messages = await self._after_compaction()
         if outcome.status != "done":
             self.failure = failure
             return
@@ -443,11 +442,16 @@ class ChatTurn:
             return messages
         outcome = await compaction.acompact(self.session_id, reason="auto", cancel=self.stop.cancel)
         self.auto_compaction_failed = outcome.status != "done"
-        meter, context = await _read_after_compaction(self.session_id)
+        context = await self._after_compaction()
+        return list(context) if outcome.status == "done" else messages
+
+    async def _after_compaction(self) -> tuple[Message, ...]:
+        """Read the session again (a compaction moved its counters), publish the meter, and
+        return the context as it now is."""
+        self.session, meter, context = await _read_after_compaction(self.session_id)
         async with self._writes():
             await apublish(self.session_id, meter)
-        self.session = await database_sync_to_async(_load_session)(self.session_id)
-        return list(context) if outcome.status == "done" else messages
+        return context
 
     async def on_runtime_event(self, event: runtime.RuntimeEvent) -> None:
         sid = self.session_id

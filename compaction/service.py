@@ -385,17 +385,6 @@ def _regrounding_originals(session: ChatSession, chain_depth: int) -> list[core.
     return originals
 
 
-def _check_cancel(session: ChatSession, lease: Lease, cancel: threading.Event | None) -> None:
-    """Between two summary requests: stop here when the caller was stopped or the lease
-    was taken back."""
-    if cancel is not None and cancel.is_set():
-        raise CompactionCancelled
-    if lease.lost or not services.compaction_lease_held(session=session, holder=lease.holder):
-        if services.compaction_was_cancelled(session=session, holder=lease.holder):
-            raise CompactionCancelled
-        raise services.SpanChanged("the lease was lost while the summary was written")
-
-
 _compacting_here: set[str] = set()
 
 
