@@ -24,18 +24,10 @@ class TextDelta:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
-    """What the provider reported for one model call."""
-
-    input_tokens: int
-    output_tokens: int
-
-
-@dataclass(frozen=True, slots=True)
 class AssistantMessage:
     content: str
     tool_calls: tuple[ToolCall, ...]
-    usage: Usage | None
+    usage: UsageReport | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +82,7 @@ async def run_agent(
             history = list(await before_step(history))
         text_parts: list[str] = []
         tool_calls: list[ToolCall] = []
-        usage: Usage | None = None
+        usage: UsageReport | None = None
         try:
             async for event in provider.stream(
                 LLMRequest(
@@ -107,7 +99,7 @@ async def run_agent(
                 elif isinstance(event, ToolCallReady):
                     tool_calls.append(_storable_call(event.call))
                 elif isinstance(event, UsageReport):
-                    usage = Usage(event.input_tokens, event.output_tokens)
+                    usage = event
                 elif isinstance(event, StreamEnd):
                     break
         except LLMError as exc:
