@@ -353,6 +353,11 @@ ZH: dict[str, str | list[str]] = {
     "The first run of make run prints the local admin account on the console (also kept in var/admin-credentials.txt).": (
         "首次运行 make run 时会在控制台打印本地管理员账号（也保存在 var/admin-credentials.txt）。"
     ),
+    # --- core (compaction.core) ---
+    # --- chat page (#16 chat list, phone, reading, waiting) ---
+    # --- configuration pages (#16 auxiliary default, agents, channels) ---
+    # --- compaction control (#17) ---
+    # --- background compaction and notes (#14, #18) ---
 }
 
 # The chat page's wording for the pause reasons (compaction.trigger) and the failure hints.
