@@ -5,9 +5,6 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
-# settings.DAPHNE_WEBSOCKET_MAX_MESSAGE_SIZE / _FRAME_SIZE (8 MiB): an oversized client frame
-# is answered with an error instead of closing the socket at Daphne's default 1 MiB
-DAPHNE_WS_LIMITS := --websocket-max-message-size 8388608 --websocket-max-frame-size 8388608
 # the packages the type checker covers (pyproject's [tool.mypy])
 TYPED := llm compaction agents chat recall system web channels_app netaclaw scripted_llm
 
@@ -33,10 +30,12 @@ system-deps:
 	    || { echo "could not install$$missing (run as root, or apt-get install$$missing)"; exit 1; }; \
 	fi
 
+# run_local: admin and demo agent, then Daphne with settings.DAPHNE_WEBSOCKET_MAX_MESSAGE_SIZE /
+# _FRAME_SIZE (8 MiB: an oversized client frame is answered with an error instead of closing the
+# socket at Daphne's default 1 MiB); how to log in is printed once Daphne listens
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py bootstrap_local --url http://$(HOST):$(PORT)
-	$(BIN)/daphne -b $(HOST) -p $(PORT) $(DAPHNE_WS_LIMITS) netaclaw.asgi:application
+	$(BIN)/python manage.py run_local --host $(HOST) --port $(PORT)
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest tests --ignore=tests/e2e -q $(PYTEST_ARGS)

@@ -10,6 +10,7 @@ import uuid
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from agents.accounts import user_group
 from agents.events import ServerEvent, event_to_layer
 
 logger = logging.getLogger(__name__)
@@ -45,3 +46,20 @@ def publish(session_id: str | uuid.UUID, event: ServerEvent) -> None:
         async_to_sync(apublish)(session_id, event)
     except Exception:  # a dead Redis must not turn a finished compaction into a failure
         logger.exception("broadcast of %s to session %s failed", event.type, session_id)
+
+
+async def apublish_to_owner(owner_id: int, event: ServerEvent) -> None:
+    """An event about the user's list of chats (``SessionUpdated``, ``SessionDeleted``) to
+    every socket of that user, whichever session each one watches."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    await layer.group_send(user_group(owner_id), event_to_layer(event))
+
+
+def publish_to_owner(owner_id: int, event: ServerEvent) -> None:
+    """Sync entry point of ``apublish_to_owner``; never raises into the caller."""
+    try:
+        async_to_sync(apublish_to_owner)(owner_id, event)
+    except Exception:
+        logger.exception("broadcast of %s to user %s failed", event.type, owner_id)

@@ -7,13 +7,17 @@ returned by anything here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import ProtectedError
 from django.utils.translation import gettext_lazy as _
 
-from agents.models import Agent, ModelChannel
-from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_value
+from agents.auxiliary import default_auxiliary_settle
+from agents.models import Agent, ChatSession, ModelChannel
+from agents.services import session_delete
 
 CHANNEL_FIELDS = (
     "name",
@@ -34,6 +38,10 @@ AGENT_FIELDS = (
     "compaction_protect_first_n",
     "compaction_reground",
     "search_history_enabled",
+    "compaction_notes",  # issue 18 item 5
+    "compaction_mode",  # issue 17 (CONTRACT §7)
+    "compaction_instructions",
+    "compaction_token_cap",
 )
 
 
@@ -70,11 +78,60 @@ def agent_update(
     return agent
 
 
+@dataclass(frozen=True, slots=True)
+class AgentUse:
+    """The chats that keep an agent (a chat's agent is PROTECTed), and how many of them are
+    ``user``'s own."""
+
+    chats: int
+    own: int
+
+    @property
+    def others(self) -> int:
+        return self.chats - self.own
+
+
+class AgentInUse(Exception):
+    """The agent still has chats that this deletion may not remove."""
+
+    def __init__(self, use: AgentUse) -> None:
+        super().__init__(f"the agent has {use.chats} chats")
+        self.use = use
+
+
+def agent_use(*, agent: Agent, user: Any) -> AgentUse:
+    chats = ChatSession.objects.filter(agent=agent)
+    return AgentUse(chats=chats.count(), own=chats.filter(owner_id=user.pk).count())
+
+
+def agent_delete(*, agent: Agent, user: Any, with_chats: bool = False) -> int:
+    """Delete the agent. Its chats keep it (PROTECT): with ``with_chats`` the user's own
+    chats go first, with their messages and workspaces; anyone else's chat, or any chat
+    without ``with_chats``, refuses the deletion (AgentInUse) and nothing changes.
+    Returns the number of chats deleted."""
+    with transaction.atomic():
+        use = agent_use(agent=agent, user=user)
+        if use.chats and (not with_chats or use.others):
+            raise AgentInUse(use)
+        chats = list(ChatSession.objects.filter(agent=agent, owner_id=user.pk))
+        for chat in chats:
+            session_delete(session=chat)
+        try:
+            with transaction.atomic():
+                agent.delete()
+        except ProtectedError:  # a chat was started meanwhile
+            raise AgentInUse(agent_use(agent=agent, user=user)) from None
+    return len(chats)
+
+
 def channel_create(*, api_key: str = "", **fields: Any) -> ModelChannel:
+    """A new channel; the first one marked auxiliary becomes the system default."""
     values = {k: v for k, v in fields.items() if k in CHANNEL_FIELDS}
     channel = ModelChannel(api_key=(api_key or "").strip(), **values)
     channel.full_clean()
-    channel.save()
+    with transaction.atomic():
+        channel.save()
+        default_auxiliary_settle(channel=channel)
     return channel
 
 
@@ -104,7 +161,8 @@ def channel_update(
     """Change the given fields; a blank or absent ``api_key`` keeps the stored key — unless
     the provider or the base URL changes: then a new key (or ``clear_api_key``) is required,
     or nothing is saved (ValidationError on ``api_key``), so whoever may edit a channel can
-    never lead its stored key to a host of their choosing."""
+    never lead its stored key to a host of their choosing. The system default auxiliary
+    model follows the change (``agents.auxiliary.default_auxiliary_settle``)."""
     if key_reentry_required(
         channel=channel, fields=fields, api_key=api_key, clear_api_key=clear_api_key
     ):
@@ -117,14 +175,7 @@ def channel_update(
     elif api_key and api_key.strip():
         channel.api_key = api_key.strip()
     channel.full_clean()
-    channel.save()
+    with transaction.atomic():
+        channel.save()
+        default_auxiliary_settle(channel=channel)
     return channel
-
-
-def default_auxiliary_channel() -> ModelChannel | None:
-    """The system default auxiliary channel (dictionary ``netaclaw.default_auxiliary_channel_id``)."""
-    raw = dict_value(type_key=NETACLAW_TYPE_KEY, name=DEFAULT_AUXILIARY_CHANNEL)
-    try:
-        return ModelChannel.objects.filter(pk=int(raw or "")).first()
-    except ValueError:
-        return None

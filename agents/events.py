@@ -30,6 +30,7 @@ class CompactionDone:
     tokens_before: int
     tokens_after: int
     event_message: dict[str, Any] | None = None  # the stored bubble, for the HTML encoder
+    compaction_id: int | None = None  # its audit record (what an undo names; issue 17)
     type: str = field(default="compaction_done", init=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -40,6 +41,7 @@ class CompactionDone:
             "summaryMessageId": self.summary_message_id,
             "tokensBefore": self.tokens_before,
             "tokensAfter": self.tokens_after,
+            "compactionId": self.compaction_id,
         }
 
 
@@ -81,6 +83,50 @@ class CompactionSkipped:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionUndone:
+    """A compaction was undone (issue 17 item 1): its originals are active again."""
+
+    session_id: str
+    summary_message_id: int | None
+    restored_count: int
+    compaction_id: int | None = None
+    type: str = field(default="compaction_undone", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "sessionId": self.session_id,
+            "summaryMessageId": self.summary_message_id,
+            "restoredCount": self.restored_count,
+            "compactionId": self.compaction_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionProgress:
+    """The summary as the auxiliary model writes it (issue 17 item 12): the text so far of
+    request ``chunk`` of the ``chunks`` the compaction sends (1-based; the last one writes
+    the summary that is kept, earlier ones a part or a running summary of a long middle).
+    A request asked again after a rejected answer starts its text over. Throttled by its
+    publisher (``compaction.progress``); a client shows the latest ``text`` per ``chunk``."""
+
+    session_id: str
+    text: str
+    chunk: int
+    chunks: int
+    type: str = field(default="compaction_progress", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "sessionId": self.session_id,
+            "text": self.text,
+            "chunk": self.chunk,
+            "chunks": self.chunks,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class MeterReading:
     """The context meter's figures (DESIGN 13), read by ``agents.meter.meter_read``: the one
     definition of the meter's fields, carried as they are by ``TokenUpdate`` and shown by the
@@ -97,10 +143,17 @@ class MeterReading:
     tool_tokens: int = 0
     compacting: bool = False
     paused_reason: str = ""  # automatic compaction paused (DESIGN 9); manual still works
+    token_cap: int | None = None  # the agent's absolute cap (issue 17 item 5)
+    # what fills the context, in tokens (issue 17 item 11; ``agents.context_breakdown``):
+    # systemPrompt, toolDefinitions, pins, summary, messages (adding up to used_tokens)
+    # and free; None when the reader did not know the tools a turn sends
+    breakdown: dict[str, int] | None = None
 
     @property
     def threshold_tokens(self) -> int:
-        return self.max_tokens * self.threshold_percent // 100
+        """Where automatic compaction fires: the percentage or the cap, whichever is first."""
+        by_percent = self.max_tokens * self.threshold_percent // 100
+        return by_percent if self.token_cap is None else min(by_percent, self.token_cap)
 
     @property
     def percent(self) -> float:
@@ -140,6 +193,9 @@ class TokenUpdate(MeterReading):
                 "percent": self.percent,
                 "thresholdPercent": self.threshold_percent,
                 "estimated": self.estimated,
+                "thresholdTokens": self.threshold_tokens,
+                "tokenCap": self.token_cap,
+                **({"breakdown": self.breakdown} if self.breakdown is not None else {}),
             },
             "compactionCount": self.compaction_count,
             "autoCompaction": {
@@ -150,12 +206,38 @@ class TokenUpdate(MeterReading):
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionSuggested:
+    """Mode ``ask`` (issue 17 item 4): the context reached the threshold; the page asks
+    whether to compact. Sent once per crossing (a compaction clears it)."""
+
+    session_id: str
+    reading: dict[str, Any]  # TokenUpdate.to_json()["context"]
+    type: str = field(default="compaction_suggested", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "sessionId": self.session_id, "context": self.reading}
+
+
+@dataclass(frozen=True, slots=True)
 class MessageStored:
     """A persisted message (user, assistant, tool, system event), serialized."""
 
     session_id: str
     message: dict[str, Any]
     type: str = field(default="message", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "sessionId": self.session_id, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class MessageUpdated:
+    """A stored message changed in place (issue 17: pinned or unpinned, a summary edited, an
+    original brought back by a pin): its new shape, as ``message`` carries it."""
+
+    session_id: str
+    message: dict[str, Any]
+    type: str = field(default="message_updated", init=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"type": self.type, "sessionId": self.session_id, "message": self.message}
@@ -201,16 +283,68 @@ class ErrorEvent:
         return data
 
 
+@dataclass(frozen=True, slots=True)
+class SessionCreated:
+    """A chat was started by its first message (a ``chat`` frame with ``agent`` instead of
+    ``sessionId``): told to the socket that sent it, before the message's own events."""
+
+    session_id: str
+    agent_id: int
+    title: str
+    agent_name: str = ""  # for the HTML encoder's chat list entry
+    type: str = field(default="session_created", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "sessionId": self.session_id,
+            "agent": self.agent_id,
+            "title": self.title,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionUpdated:
+    """A chat's title changed (renamed, or titled by its first message): told to every
+    socket of its owner, so every open page's chat list and header follow."""
+
+    session_id: str
+    title: str
+    type: str = field(default="session_updated", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "sessionId": self.session_id, "title": self.title}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDeleted:
+    """A chat was deleted with its messages and workspace: told to every socket of its
+    owner (open pages drop it from their chat list)."""
+
+    session_id: str
+    type: str = field(default="session_deleted", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "sessionId": self.session_id}
+
+
 ServerEvent = (
     CompactionStart
     | CompactionDone
     | CompactionFailed
     | CompactionSkipped
+    | CompactionUndone
+    | CompactionSuggested
+    | CompactionProgress
     | TokenUpdate
     | MessageStored
+    | MessageUpdated
     | Delta
     | TurnDone
     | ErrorEvent
+    | SessionCreated
+    | SessionUpdated
+    | SessionDeleted
 )
 
 _BY_TYPE: dict[str, type] = {
@@ -220,11 +354,18 @@ _BY_TYPE: dict[str, type] = {
         CompactionDone,
         CompactionFailed,
         CompactionSkipped,
+        CompactionUndone,
+        CompactionSuggested,
+        CompactionProgress,
         TokenUpdate,
         MessageStored,
+        MessageUpdated,
         Delta,
         TurnDone,
         ErrorEvent,
+        SessionCreated,
+        SessionUpdated,
+        SessionDeleted,
     )
 }
 

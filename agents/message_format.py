@@ -25,6 +25,7 @@ def message_to_json(message: Message, *, view: str = "full") -> dict[str, Any]:
         "compacted_into": message.compacted_into_id,
         "is_compaction_summary": message.is_compaction_summary,
         "pruned": message.pruned_at is not None,
+        "pinned": message.pinned,
         "metadata": message.metadata or {},
     }
     if message.tool_calls:

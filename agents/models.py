@@ -11,6 +11,8 @@ from django.utils.translation import gettext_lazy as _
 
 from agents import validation
 from agents.validation import (  # the limits live with their rules; imported from here too
+    COMPACTION_INSTRUCTIONS_MAX_CHARS,
+    COMPACTION_TOKEN_CAP_MIN,
     PROTECT_FIRST_N_DEFAULT,
     PROTECT_FIRST_N_MAX,
     PROTECT_FIRST_N_MIN,
@@ -85,6 +87,14 @@ class CompactionStrategy(models.TextChoices):
     LOSSY = "lossy", _("Lossy summary")
 
 
+class CompactionMode(models.TextChoices):
+    """When automatic compaction runs (``compaction.trigger``); manual compaction always works."""
+
+    AUTO = "auto", _("automatically at the threshold")
+    ASK = "ask", _("ask at the threshold")
+    OFF = "off", _("off (only /compact)")
+
+
 class Agent(models.Model):
     name = models.CharField(_("name"), max_length=100)
     system_prompt = models.TextField(_("system prompt"), blank=True)
@@ -143,6 +153,41 @@ class Agent(models.Model):
             "The agent may search and read the original messages that compaction replaced."
         ),
     )
+    # Issue 17, the user in control of compaction (CONTRACT §7).
+    compaction_mode = models.CharField(
+        _("automatic compaction"),
+        max_length=8,
+        choices=CompactionMode.choices,
+        default=CompactionMode.AUTO,
+        help_text=_(
+            "auto: compact at the threshold; ask: suggest it at the threshold; off: only "
+            "when asked (/compact)."
+        ),
+    )
+    compaction_instructions = models.TextField(
+        _("compaction instructions"),
+        blank=True,
+        max_length=COMPACTION_INSTRUCTIONS_MAX_CHARS,
+        help_text=_("What every summary of this agent's chats should keep or focus on."),
+    )
+    compaction_token_cap = models.PositiveIntegerField(
+        _("compaction token cap"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "Compact at this many tokens even below the threshold percentage; blank: no cap."
+        ),
+    )
+    # One bounded step before an automatic compaction in which the agent writes its own
+    # notes, kept verbatim after the summary (compaction.notes).
+    compaction_notes = models.BooleanField(
+        _("notes before compaction"),
+        default=False,
+        help_text=_(
+            "Before an automatic compaction the agent writes notes for itself (saved to "
+            "NOTES.md in its workspace); they stay verbatim after the summary."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -165,6 +210,15 @@ class Agent(models.Model):
                 condition=Q(compaction_strategy__in=[s.value for s in CompactionStrategy]),
                 name="agent_strategy_valid",
             ),
+            models.CheckConstraint(
+                condition=Q(compaction_mode__in=[m.value for m in CompactionMode]),
+                name="agent_compaction_mode_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(compaction_token_cap__isnull=True)
+                | Q(compaction_token_cap__gte=COMPACTION_TOKEN_CAP_MIN),
+                name="agent_compaction_token_cap_min",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -181,6 +235,10 @@ class Agent(models.Model):
                 "compaction_protect_first_n": (
                     validation.validate_protect_first_n,
                     self.compaction_protect_first_n,
+                ),
+                "compaction_token_cap": (
+                    validation.validate_token_cap,
+                    self.compaction_token_cap,
                 ),
             }
         )
@@ -218,6 +276,11 @@ class ChatSession(models.Model):
     total_output_tokens = models.PositiveBigIntegerField(default=0)
     api_calls = models.PositiveIntegerField(default=0)
     todos = models.JSONField(default=list, blank=True)
+    # Issue 17 item 10: measured ÷ estimated tokens when the last compaction ran, so the meter
+    # (and every compaction figure) stays in the provider's count until the next report.
+    token_calibration = models.FloatField(null=True, blank=True)
+    # Issue 17 item 4 (mode ``ask``): when compaction was suggested; cleared by a compaction.
+    compaction_suggested_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name = _("chat session")
@@ -264,6 +327,8 @@ class Message(models.Model):
     # A user's message sent while a turn ran: stored at once, out of every history view
     # until the next turn releases it to the end of the history.
     queued_at = models.DateTimeField(null=True, blank=True)
+    # Issue 17 item 2: never summarized away; stays verbatim in the compacted view.
+    pinned = models.BooleanField(_("pinned"), default=False)
 
     class Meta:
         verbose_name = _("message")
@@ -294,3 +359,83 @@ class Message(models.Model):
     def is_system_event(self) -> bool:
         """Records of what happened (compaction bubbles); never sent to a model."""
         return self.role == Role.SYSTEM and bool(self.metadata.get("systemType"))
+
+
+# --- compaction control (issue 17) ---------------------------------------------------
+
+
+class CompactionTrigger(models.TextChoices):
+    AUTO = "auto", _("automatic")
+    MANUAL = "manual", _("manual")
+    API = "api", _("API")
+    COMMAND = "command", _("command")
+
+
+class CompactionStatus(models.TextChoices):
+    DONE = "done", _("done")
+    FAILED = "failed", _("failed")
+    CANCELLED = "cancelled", _("cancelled")
+    SKIPPED = "skipped", _("skipped")
+    UNDONE = "undone", _("undone")
+
+
+class CompactionRecord(models.Model):
+    """The audit of one compaction (issue 17 item 9): who asked, what it cost, how it ended.
+
+    Written for every path (socket, REST, command, admin, automatic); a done one also keeps
+    what undo needs (the pruned ids) and what the summary dropped."""
+
+    session = models.ForeignKey(
+        ChatSession, on_delete=models.CASCADE, related_name="compaction_records"
+    )
+    summary_message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    event_message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    trigger = models.CharField(_("trigger"), max_length=16, choices=CompactionTrigger.choices)
+    status = models.CharField(_("status"), max_length=16, choices=CompactionStatus.choices)
+    reason = models.CharField(_("reason"), max_length=64, blank=True)
+    error = models.TextField(_("error"), blank=True)
+    tokens_before = models.PositiveIntegerField(_("tokens before"), default=0)
+    tokens_after = models.PositiveIntegerField(_("tokens after"), default=0)
+    removed_count = models.PositiveIntegerField(_("removed messages"), default=0)
+    pruned_ids = models.JSONField(default=list, blank=True)
+    auxiliary_channel = models.CharField(_("auxiliary channel"), max_length=100, blank=True)
+    auxiliary_model = models.CharField(_("auxiliary model"), max_length=200, blank=True)
+    aux_input_tokens = models.PositiveIntegerField(
+        _("auxiliary input tokens"), null=True, blank=True
+    )
+    aux_output_tokens = models.PositiveIntegerField(
+        _("auxiliary output tokens"), null=True, blank=True
+    )
+    request_count = models.PositiveIntegerField(_("requests"), default=0)
+    duration_ms = models.PositiveIntegerField(_("duration (ms)"), default=0)
+    started_at = models.DateTimeField(_("started at"))
+    instructions = models.TextField(_("instructions"), blank=True)
+    up_to_message_id = models.PositiveBigIntegerField(null=True, blank=True)
+    undone_at = models.DateTimeField(_("undone at"), null=True, blank=True)
+    edits = models.JSONField(_("edits"), default=list, blank=True)
+    dropped = models.JSONField(_("dropped facts"), default=list, blank=True)
+
+    class Meta:
+        verbose_name = _("compaction record")
+        verbose_name_plural = _("compaction records")
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            models.Index(fields=["session", "-started_at"], name="compaction_record_session"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(trigger__in=[t.value for t in CompactionTrigger]),
+                name="compaction_record_trigger_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=[s.value for s in CompactionStatus]),
+                name="compaction_record_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trigger} {self.status} #{self.pk}"

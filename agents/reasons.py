@@ -28,7 +28,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-ReasonKind = Literal["compaction", "provider", "turn", "socket", "request"]
+ReasonKind = Literal["compaction", "provider", "turn", "socket", "request", "control"]
 
 SEED_LANGUAGE = "zh-hans"
 
@@ -118,6 +118,23 @@ REASONS: dict[str, Reason] = {
         _("The compaction was cancelled; the history is unchanged"),
         http_status=409,
     ),
+    # --- compaction control (issue 17; CONTRACT §7) -----------------------------------
+    "unknown_message": Reason("compaction", _("No such message in this chat")),
+    "pins_too_long": Reason(
+        "compaction",
+        _(
+            "The pinned messages alone leave no room for a summary under the compaction "
+            "threshold; unpin some of them"
+        ),
+    ),
+    "not_latest": Reason(
+        "control", _("Only the latest compaction that is still in effect can be undone")
+    ),
+    "nothing_to_undo": Reason("control", _("This chat has no compaction to undo")),
+    "summary_not_active": Reason(
+        "control", _("This summary is no longer in effect (undone or folded into a later one)")
+    ),
+    "not_a_summary": Reason("request", _("Only a compaction summary's content can be edited")),
     # --- a model call failed (llm.LLMErrorReason), in a chat turn or a summary ----------
     "timeout": Reason("provider", _("The model did not answer in time")),
     "rate_limited": Reason("provider", _("The model provider is rate limiting requests")),
@@ -159,6 +176,7 @@ REASONS: dict[str, Reason] = {
         "socket", _("The message is too long; shorten it or send it in parts")
     ),
     "unknown_session": Reason("socket", _("No such session.")),
+    "unknown_agent": Reason("socket", _("No such agent.")),
     "invalid_characters": Reason(
         "socket", _("The message contains a NUL character, which cannot be stored")
     ),
@@ -186,13 +204,15 @@ CHECK_CHANNEL = _("Check the model channel “%(channel)s” (%(model)s).")
 
 # The HTTP status of a REST answer failing with a reason of this kind (``{"error", "reason"}``),
 # unless the reason names its own: 422 the session or its configuration must change first;
-# 502 a model failed; 500 the server failed; 400 the request was refused.
+# 502 a model failed; 500 the server failed; 400 the request was refused; 409 an undo or an
+# edit of a compaction no longer in effect.
 _KIND_HTTP_STATUS: dict[ReasonKind, int] = {
     "compaction": 422,
     "provider": 502,
     "turn": 500,
     "socket": 400,
     "request": 400,
+    "control": 409,  # an undo or an edit of what is no longer in effect (issue 17)
 }
 
 

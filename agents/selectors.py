@@ -66,6 +66,18 @@ def queued_since(*, session_id: Any) -> datetime | None:
     )["since"]
 
 
+def last_user_message_at(*, session: ChatSession) -> datetime | None:
+    """When the user's message the running turn answers was sent: the newest message of the
+    history, if it is the user's (None after a retry or once anything was answered)."""
+    row = (
+        Message.objects.filter(session=session, queued_at__isnull=True)
+        .order_by("-position", "-id")
+        .values_list("role", "created_at")
+        .first()
+    )
+    return row[1] if row is not None and row[0] == Role.USER else None
+
+
 def last_position(*, session: ChatSession) -> int | None:
     """The highest position stored in the session (queued messages included)."""
     return Message.objects.filter(session=session).aggregate(last=Max("position"))["last"]

@@ -13,6 +13,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from agents.broadcast import publish_to_owner
+from agents.events import SessionDeleted, SessionUpdated
 from agents.models import SYSTEM_TYPE_TURN, Agent, ChatSession, Message, Role
 from agents.positions import advance_past, next_positions
 from agents.selectors import last_position
@@ -31,15 +33,57 @@ class SpanChanged(RuntimeError):
     """The messages a compaction planned to replace changed while it was summarizing."""
 
 
+TITLE_MAX_CHARS = 200  # the column's length
+TITLE_FROM_MESSAGE_CHARS = 60  # a chat without a title takes its first message's first words
+
+
+def title_from_message(content: str) -> str:
+    return storable_text(content).strip()[:TITLE_FROM_MESSAGE_CHARS]
+
+
 def session_create(*, owner: Any, agent: Agent, title: str = "") -> ChatSession:
-    return ChatSession.objects.create(owner=owner, agent=agent, title=storable_text(title)[:200])
+    return ChatSession.objects.create(
+        owner=owner, agent=agent, title=storable_text(title)[:TITLE_MAX_CHARS]
+    )
+
+
+def session_start(
+    *, owner: Any, agent: Agent, content: str, holder: str, lease_seconds: float
+) -> tuple[ChatSession, Message]:
+    """A new chat and its first message, stored together (a chat is never stored empty):
+    titled by the message, its turn lease already ``holder``'s, so its first turn runs."""
+    with transaction.atomic():
+        session = ChatSession.objects.create(
+            owner=owner,
+            agent=agent,
+            title=title_from_message(content),
+            turn_lease_holder=holder,
+            turn_lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds),
+        )
+        stored = user_message_append(session=session, content=content, touched=True)
+    return session, stored
+
+
+def session_rename(*, session: ChatSession, title: str) -> ChatSession:
+    """Give the chat a new title; every open page of its owner hears of it (after the
+    commit). A blank title is refused by the callers' validation, not here: the list
+    shows "New chat" for a chat without one."""
+    session.title = storable_text(title).strip()[:TITLE_MAX_CHARS]
+    ChatSession.objects.filter(pk=session.pk).update(title=session.title)
+    event = SessionUpdated(str(session.pk), session.title)
+    owner_id = session.owner_id
+    transaction.on_commit(lambda: publish_to_owner(owner_id, event))
+    return session
 
 
 def session_delete(*, session: ChatSession) -> None:
     """Delete a session, its messages and its tool workspace (the folder goes once the
-    deletion is committed, so a rolled-back delete keeps its files)."""
+    deletion is committed, so a rolled-back delete keeps its files); every open page of its
+    owner hears of it."""
     root = session_workspace_root(session.pk)
+    owner_id, deleted = session.owner_id, SessionDeleted(str(session.pk))
     session.delete()
+    transaction.on_commit(lambda: publish_to_owner(owner_id, deleted))
 
     def remove_workspace() -> None:
         try:
@@ -92,7 +136,7 @@ def message_append(
 
     ``record_usage``: the message is the answer to a model call whose ``input_tokens`` and
     ``output_tokens`` the provider reported; the session's usage counters (the meter's
-    starting point, DESIGN 13) are updated in the same transaction."""
+    starting point, DESIGN 13) are updated right after it."""
     if role not in Role.values:
         raise ValueError(f"unknown role {role!r}")
     usage = None
@@ -115,11 +159,10 @@ def message_append(
         queued_at=timezone.now() if queued else None,
     )
     message.position = next_positions()
-    if usage is None:
-        message.save(force_insert=True)
-        return message
-    with transaction.atomic():
-        message.save(force_insert=True)
+    message.save(force_insert=True)
+    if usage is not None:
+        # no transaction: were the process to die between the two, the meter would read
+        # an estimate until the next reported call — not worth two more round trips a turn
         session_record_usage(
             session=session,
             input_tokens=usage[0],
@@ -129,15 +172,38 @@ def message_append(
     return message
 
 
-def user_message_append(*, session: ChatSession, content: str, queued: bool = False) -> Message:
-    """A user's chat message; the session moves to the top of its owner's list, and a
-    session without a title takes the message's first words. ``queued``: sent while a
-    turn runs (see ``message_append``)."""
-    stored = message_append(session=session, role=Role.USER, content=content, queued=queued)
+def session_touch(*, session: ChatSession, content: str) -> dict[str, Any]:
+    """What a user's message changes on its session, to be written by the caller (then
+    ``session_touched``): it moves to the top of its owner's list, and a session without a
+    title takes the message's first words."""
     changes: dict[str, Any] = {"updated_at": timezone.now()}
     if not session.title:
-        session.title = changes["title"] = stored.content.strip()[:60]
-    ChatSession.objects.filter(pk=session.pk).update(**changes)
+        changes["title"] = title_from_message(content)
+    return changes
+
+
+def session_touched(*, session: ChatSession, changes: dict[str, Any]) -> None:
+    """``session_touch``'s changes were written: the instance says so too, and a new title
+    reaches every open page of the owner (the chat list updates without a reload)."""
+    for name, value in changes.items():
+        setattr(session, name, value)
+    if changes.get("title"):
+        event = SessionUpdated(str(session.pk), session.title)
+        owner_id = session.owner_id
+        transaction.on_commit(lambda: publish_to_owner(owner_id, event))
+
+
+def user_message_append(
+    *, session: ChatSession, content: str, queued: bool = False, touched: bool = False
+) -> Message:
+    """A user's chat message, and ``session_touch`` unless the caller already wrote it
+    (``touched``: with the turn lease, in one statement). ``queued``: sent while a turn
+    runs (see ``message_append``)."""
+    stored = message_append(session=session, role=Role.USER, content=content, queued=queued)
+    if not touched:
+        changes = session_touch(session=session, content=content)
+        ChatSession.objects.filter(pk=session.pk).update(**changes)
+        session_touched(session=session, changes=changes)
     return stored
 
 
@@ -197,11 +263,14 @@ def compaction_apply(
     event_content: str,
     event_payload: dict[str, Any],
     summary_metadata: dict[str, Any] | None = None,
+    token_calibration: float | None = None,
 ) -> CompactionApplied:
     """Persist one compaction atomically: summary, marks, prunes and the event record.
 
     Re-checks that every message to replace is still visible in this session
-    (DESIGN 6); if not, raises SpanChanged and writes nothing.
+    (DESIGN 6); if not, raises SpanChanged and writes nothing. ``token_calibration``:
+    measured ÷ estimated before it, which the meter keeps applying to the new context
+    until the provider reports again (issue 17 item 10).
     """
     compacted_ids = sorted(set(compacted_ids))
     pruned_ids = sorted(set(pruned_ids) - set(compacted_ids))
@@ -230,7 +299,10 @@ def compaction_apply(
                 content=summary_content,
                 is_compaction_summary=True,
                 metadata=storable_json(summary_metadata or {}),
-                token_estimate=_estimate(Role.USER, summary_content, ()),
+                # the agent's notes, re-injected right after the summary, count with it
+                token_estimate=_estimate(
+                    Role.USER, summary_content + (summary_metadata or {}).get("notes", ""), ()
+                ),
             )
             Message.objects.filter(pk__in=compacted_ids).update(
                 compacted_at=now, compacted_into=summary
@@ -256,6 +328,8 @@ def compaction_apply(
             consecutive_compaction_failures=0,
             last_input_tokens=None,
             last_input_position=None,
+            token_calibration=token_calibration,
+            compaction_suggested_at=None,
         )
     session.refresh_from_db()
     return CompactionApplied(
@@ -308,8 +382,12 @@ def compaction_was_cancelled(*, session: ChatSession, holder: str) -> bool:
 TurnLeaseState = Literal["held", "stop", "lost"]
 
 
-def turn_lease_acquire(*, session_id: Any, holder: str, seconds: float) -> bool:
-    """One conditional UPDATE: free or expired → ``holder``'s for ``seconds``."""
+def turn_lease_acquire(
+    *, session_id: Any, holder: str, seconds: float, also: dict[str, Any] | None = None
+) -> bool:
+    """One conditional UPDATE: free or expired → ``holder``'s for ``seconds``. ``also``:
+    more columns set by the same statement when the lease is taken (a chat message's
+    ``session_touch``)."""
     now = timezone.now()
     taken = (
         ChatSession.objects.filter(pk=session_id)
@@ -322,6 +400,7 @@ def turn_lease_acquire(*, session_id: Any, holder: str, seconds: float) -> bool:
             turn_lease_holder=holder,
             turn_lease_expires_at=now + timedelta(seconds=seconds),
             turn_stop_holder="",
+            **(also or {}),
         )
     )
     return taken == 1
@@ -350,18 +429,17 @@ def turn_start(*, session: ChatSession, release_queued: bool = True) -> list[Mes
     advance_past(last_position(session=session))
     if not release_queued:
         return []
+    # no transaction around the read: only the lease's holder releases queued messages
+    queued = list(
+        Message.objects.filter(session=session, queued_at__isnull=False).order_by("position", "id")
+    )
+    if not queued:
+        return []
+    first = next_positions(len(queued))
+    for offset, message in enumerate(queued):
+        message.position = first + offset
+        message.queued_at = None
     with transaction.atomic():
-        queued = list(
-            Message.objects.filter(session=session, queued_at__isnull=False).order_by(
-                "position", "id"
-            )
-        )
-        if not queued:
-            return []
-        first = next_positions(len(queued))
-        for offset, message in enumerate(queued):
-            message.position = first + offset
-            message.queued_at = None
         Message.objects.bulk_update(queued, ["position", "queued_at"])
     return queued
 

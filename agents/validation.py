@@ -42,6 +42,13 @@ CONTEXT_WINDOW_TOO_SMALL = format_lazy(
     low=CONTEXT_WINDOW_MIN,
 )
 BASE_URL_SCHEME = _("Enter an http:// or https:// URL.")
+# Issue 17: an agent's absolute compaction cap (tokens) and its standing instructions.
+COMPACTION_TOKEN_CAP_MIN = 1024
+COMPACTION_INSTRUCTIONS_MAX_CHARS = 2000
+TOKEN_CAP_TOO_SMALL = format_lazy(
+    _("The compaction token cap must be at least {low} tokens (or blank for none)."),
+    low=COMPACTION_TOKEN_CAP_MIN,
+)
 
 
 def validate_threshold_percent(value: int | None) -> None:
@@ -68,6 +75,11 @@ def validate_protect_first_n(value: int | None) -> None:
 def validate_context_window(value: int | None) -> None:
     if value is not None and value < CONTEXT_WINDOW_MIN:
         raise ValidationError(CONTEXT_WINDOW_TOO_SMALL, code="min_value")
+
+
+def validate_token_cap(value: int | None) -> None:
+    if value is not None and value < COMPACTION_TOKEN_CAP_MIN:
+        raise ValidationError(TOKEN_CAP_TOO_SMALL, code="min_value")
 
 
 _well_formed = URLValidator(schemes=list(BASE_URL_SCHEMES))

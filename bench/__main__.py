@@ -16,6 +16,7 @@ def main() -> int:
         "bench.compaction_core",
         "bench.compaction_fidelity",
         "bench.chat_turn",
+        "bench.background_compaction",
         "bench.sdk_request",
         "bench.recall_search",
     ]

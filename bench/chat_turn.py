@@ -141,7 +141,7 @@ class ModelClock:
         turn.get_provider = lambda config: Timed(real(config))  # what a turn calls
 
 
-async def _one_turn(session_id: str) -> None:
+async def _one_turn(session_id: str, content: str = "next step please") -> None:
     """One chat frame's work as the socket does it: accept (access check, store, lease, the
     turn's reads), then the gateway runs the turn."""
     from channels.db import database_sync_to_async
@@ -160,7 +160,7 @@ async def _one_turn(session_id: str) -> None:
     accepted = await accept_chat(
         owner,
         session_id,
-        "next step please",
+        content,
         control.new_holder(control.TURN),
         control.lease_seconds(),
     )

@@ -7,6 +7,7 @@ sends the same events as HTML fragments for the HTMX chat page at
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 from urllib.parse import parse_qs
@@ -16,14 +17,17 @@ from django.conf import settings
 from django.utils import translation
 
 from agents.access import SessionNotFound, session_for_user
-from agents.events import ErrorEvent, ServerEvent
+from agents.events import Delta, ErrorEvent, MessageStored, ServerEvent, TurnDone
 from channels_app.auth import RevocableSocket
 from channels_app.consumer_base import EventSocketConsumer
+from channels_app.framing import outgoing_limit
 from channels_app.gateway import gateway
-from channels_app.html_encoder import render_event_html
-from channels_app.protocol import ChatFrame, RetryFrame, StopFrame
+from channels_app.html_encoder import render_event_html, render_stream_html
+from channels_app.protocol import ChatFrame, NewChatFrame, RetryFrame, StopFrame, UndoFrame
+from channels_app.stream_preview import StreamPreview
 from chat import control
-from chat.turn import accept_chat
+from chat.turn import AcceptedChat, accept_chat, accept_new_chat
+from compaction.undo import undo_for_socket
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +73,20 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             if accepted is None:
                 await self.refuse_session(frame.session_id)
                 return
-            await self.join_group(accepted.session_id)
-            await gateway.submit_chat(accepted, self.send_event)
+            await self.submit_accepted(accepted)
+            return
+        if isinstance(frame, NewChatFrame):
+            accepted = await accept_new_chat(
+                self.user,
+                frame.agent_id,
+                frame.content,
+                control.new_holder(control.TURN),
+                control.lease_seconds(),
+            )
+            if accepted is None:
+                await self.send_event(ErrorEvent("no such agent", "unknown_agent"))
+                return
+            await self.submit_accepted(accepted)
             return
         if isinstance(frame, StopFrame):
             stop = await control.request_stop(self.user, frame.session_id)
@@ -87,9 +103,29 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
         if isinstance(frame, RetryFrame):
             await gateway.submit_retry(session_id=session_id, reply=self.send_event)
             return
+        if isinstance(frame, UndoFrame):  # issue 17: events go to the session's group
+            refusal = await undo_for_socket(session_id, frame.compaction_id)
+            if refusal is not None:
+                await self.send_event(refusal)
+            return
         await gateway.submit_compact(
-            session_id=session_id, instructions=frame.instructions, reply=self.send_event
+            session_id=session_id,
+            instructions=frame.instructions,
+            reply=self.send_event,
+            up_to=frame.up_to,
         )
+
+    async def submit_accepted(self, accepted: AcceptedChat) -> None:
+        """A stored chat message (or one refused before it was stored) on its way; the
+        socket that started a chat with it hears of that first. (A chat that took its title
+        from the message was announced by ``services.session_touched``.)"""
+        if accepted.refusal is not None:
+            await self.send_event(accepted.refusal)
+            return
+        await self.join_group(accepted.session_id)
+        if accepted.created is not None:
+            await self.send_event(accepted.created)
+        await gateway.submit_chat(accepted, self.send_event)
 
     async def session_control(self, message: dict[str, Any]) -> None:
         """Channel-layer handler: a stop for the turn that runs in this process, if it does
@@ -125,6 +161,79 @@ class ChatHtmlConsumer(ChatConsumer):
 
     def encode(self, event: ServerEvent) -> str:
         return render_event_html(event, language=self.language)
+
+    # --- the streamed answer, as Markdown (channels_app.stream_preview) ------------------
+
+    preview: StreamPreview | None = None
+    _preview_timer: asyncio.TimerHandle | None = None
+    _preview_task: asyncio.Task[None] | None = None
+
+    async def send_event(self, event: ServerEvent) -> None:
+        if isinstance(event, Delta):
+            await self._stream(event)
+            return
+        if _ends_stream(event):
+            self._end_stream()
+        await super().send_event(event)
+
+    async def disconnect(self, code: int) -> None:
+        self._end_stream()
+        await super().disconnect(code)
+
+    async def _stream(self, event: Delta) -> None:
+        if self.preview is None:
+            self.preview = StreamPreview()
+        loop = asyncio.get_running_loop()
+        action = self.preview.add(event.text, loop.time())
+        if action == "render":
+            await self._send_preview(self.preview.generation)
+        elif action == "later":
+            delay = self.preview.due_in(loop.time())
+            self._preview_timer = loop.call_later(delay, self._preview_due, self.preview.generation)
+        elif action == "plain":
+            await self._send_plain()
+        elif action == "append":
+            await super().send_event(event)
+
+    def _preview_due(self, generation: int) -> None:
+        self._preview_timer = None
+        self._preview_task = asyncio.ensure_future(self._send_preview(generation))
+
+    async def _send_preview(self, generation: int) -> None:
+        """The whole answer so far, rendered; nothing once it was stored (``generation``)."""
+        preview = self.preview
+        if preview is None or preview.generation != generation or preview.plain:
+            return
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        html = render_stream_html(preview.text, language=self.language)
+        preview.rendered(started, loop.time())
+        limit = outgoing_limit(settings.NETACLAW["MAX_FRAME_BYTES"])
+        if len(html.encode("utf-8", "surrogatepass")) > limit:
+            preview.plain = True
+            await self._send_plain()
+            return
+        await self.send(text_data=html)
+
+    async def _send_plain(self) -> None:
+        if self.preview is not None:
+            text = self.preview.text
+            await self.send(text_data=render_stream_html(text, language=self.language, plain=True))
+
+    def _end_stream(self) -> None:
+        if self._preview_timer is not None:
+            self._preview_timer.cancel()
+            self._preview_timer = None
+        if self.preview is not None:
+            self.preview.reset()
+
+
+def _ends_stream(event: ServerEvent) -> bool:
+    """The answer that streamed was stored (as the page's encoder empties the stream for
+    it), or the turn ended."""
+    if isinstance(event, MessageStored):
+        return event.message.get("role") in {"assistant", "system"}
+    return isinstance(event, TurnDone | ErrorEvent)
 
 
 def _language(scope: dict[str, Any]) -> str:

@@ -44,6 +44,7 @@ class CompactJob:
     instructions: str | None
     reply: Reply
     at: float = field(default_factory=time.time)
+    up_to: int | None = None  # compact only what comes before this message (issue 17)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,13 +99,13 @@ class Gateway:
         self._ensure_worker(runner)
 
     async def submit_compact(
-        self, *, session_id: str, instructions: str | None, reply: Reply
+        self, *, session_id: str, instructions: str | None, reply: Reply, up_to: int | None = None
     ) -> None:
         runner = self.runner(session_id)
         if compaction.is_compacting_here(session_id) or runner.compaction_asked:
             await _safe_reply(reply, _skipped(session_id))
             return
-        job = CompactJob(session_id, instructions, reply)
+        job = CompactJob(session_id, instructions, reply, up_to=up_to)
         lease = await control.try_acquire(session_id, control.COMPACT)
         if lease is None and await control.compaction_elsewhere(session_id):
             await _safe_reply(reply, _skipped(session_id))
@@ -137,9 +138,10 @@ class Gateway:
             runner.task = asyncio.get_running_loop().create_task(self._work(runner))
 
     async def _work(self, runner: SessionRunner) -> None:
+        looked: control.QueueLook | None = None
         try:
             while True:
-                unit = await self._next_unit(runner)
+                unit = await self._next_unit(runner, looked)
                 if unit is None:
                     return
                 try:
@@ -152,16 +154,18 @@ class Gateway:
                         )
                         await _safe_reply(unit.reply, failed)
                 finally:
-                    # released first, then the queue is looked at (``_next_unit``): a
-                    # message stored meanwhile is either seen there or takes the lease itself
-                    await unit.lease.release()
+                    # released first, then the queue is looked at: a message stored
+                    # meanwhile is either seen there or takes the lease itself
+                    looked = await unit.lease.release()
         finally:
             for unit in runner.ready:  # only when this task was cancelled
                 await unit.lease.release()
             if self._runners.get(runner.session_id) is runner:
                 del self._runners[runner.session_id]
 
-    async def _next_unit(self, runner: SessionRunner) -> Unit | None:
+    async def _next_unit(
+        self, runner: SessionRunner, looked: control.QueueLook | None = None
+    ) -> Unit | None:
         """The next piece of work, its lease taken; None when the session has none left.
 
         Without a lease taken on arrival: a compaction asked for here or the queued
@@ -173,7 +177,10 @@ class Gateway:
             if runner.ready:
                 return runner.ready.popleft()
             runner.wake.clear()
-            since = await control.earliest_queued(session_id=sid)
+            if looked is not None:  # read with the release that came just before
+                since, looked = looked.since, None
+            else:
+                since = await control.earliest_queued(session_id=sid)
             if runner.ready:
                 return runner.ready.popleft()
             job = runner.waiting[0] if runner.waiting else None
@@ -227,7 +234,11 @@ async def _manual_compaction(job: CompactJob, lease: control.TurnLease) -> None:
     queued). A stop ends it at once: the worker thread writes nothing after the cancel."""
     task = asyncio.ensure_future(
         compaction.acompact(
-            job.session_id, reason="manual", instructions=job.instructions, cancel=lease.stop.cancel
+            job.session_id,
+            reason="manual",
+            instructions=job.instructions,
+            cancel=lease.stop.cancel,
+            up_to=job.up_to,
         )
     )
     stop = asyncio.ensure_future(lease.stop.event.wait())

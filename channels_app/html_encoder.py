@@ -25,7 +25,18 @@ Ids the page provides and the frames target:
                             under it (the page removes the chip when the message
                             arrives in ``#messages``)
 ``#notices``                ``beforeend``: alerts (ErrorEvent, CompactionSkipped)
+``#meter-alert``            replaced (TokenUpdate): the over-the-window warning
+``#session-items``          ``afterbegin``: the chat this page just started
+                            (SessionCreated)
+``#session-signal``         replaced (SessionCreated, SessionUpdated, SessionDeleted):
+                            ``chat.js`` takes the new chat's id and address, puts a
+                            new title in every place that shows it, or drops a
+                            deleted chat from the list
 ==========================  ========================================================
+
+The streamed answer (Delta) is rendered as Markdown by ``render_stream_html``, which
+the page's consumer calls at a bounded rate (``channels_app.stream_preview``); a Delta
+encoded here is appended as plain text (an answer too long to re-render).
 """
 
 from __future__ import annotations
@@ -34,24 +45,41 @@ from collections.abc import Callable
 from typing import Any
 
 from django.template.loader import render_to_string
-from django.utils import translation
+from django.urls import reverse
+from django.utils import timezone, translation
 from django.utils.html import escape
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from agents.events import (
     CompactionDone,
     CompactionFailed,
     CompactionSkipped,
     CompactionStart,
+    CompactionSuggested,
+    CompactionUndone,
     Delta,
     ErrorEvent,
     MessageStored,
+    MessageUpdated,
     ServerEvent,
+    SessionCreated,
+    SessionDeleted,
+    SessionUpdated,
     TokenUpdate,
     TurnDone,
 )
 from agents.reasons import user_text
 from agents.services import SYSTEM_TYPE_COMPACTION
-from web.presentation import EventView, MeterView, message_view, saved_percent
+from web.presentation import (
+    AgentName,
+    ChatListEntry,
+    EventView,
+    MeterView,
+    message_view,
+    saved_percent,
+)
+from web.templatetags.chat_markdown import render_markdown
 
 PARTIALS = "chat/partials/"
 
@@ -85,14 +113,53 @@ def _delta(event: Delta) -> str:
     return _append("stream-text", escape(event.text))
 
 
+def render_stream_html(text: str, *, language: str, plain: bool = False) -> str:
+    """The whole answer streamed so far, replacing ``#stream-text``: Markdown rendered
+    like the stored answer will be (so nothing jumps when it arrives), or ``plain`` text."""
+    with translation.override(language):
+        if plain:
+            return _render("stream.html", {"oob": True, "plain": text})
+        return _render("stream.html", {"oob": True, "html": render_markdown(text)})
+
+
+def _session_signal(kind: str, session_id: str, title: str = "", url: str = "") -> str:
+    context = {"kind": kind, "session_id": session_id, "title": title, "url": url}
+    return _render("session_signal.html", context)
+
+
+def _session_created(event: SessionCreated) -> str:
+    entry = ChatListEntry(
+        pk=event.session_id,
+        title=event.title,
+        agent=AgentName(event.agent_name),
+        updated_at=timezone.now(),
+    )
+    item = _render(
+        "session_item.html", {"s": entry, "current_session_id": event.session_id, "view": ""}
+    )
+    url = reverse("chat:session", args=[event.session_id])
+    return f'<ul id="session-items" hx-swap-oob="afterbegin">{item}</ul>' + _session_signal(
+        "created", event.session_id, event.title, url
+    )
+
+
+def _session_updated(event: SessionUpdated) -> str:
+    return _session_signal("updated", event.session_id, event.title or _("New chat"))
+
+
+def _session_deleted(event: SessionDeleted) -> str:
+    return _session_signal("deleted", event.session_id)
+
+
 def _token_update(event: TokenUpdate) -> str:
     """The meter, and the compaction state as the lease says (a compaction that ended
     without a done/failed event, e.g. with nothing to compact, never leaves the page
     stuck in the compacting state)."""
-    context = {"meter": MeterView(event), "oob": True}
+    context = {"meter": MeterView(event), "oob": True, "session_id": event.session_id}
     return (
         _render("token_bar.html", context)
         + _render("meter_status.html", context)
+        + _render("meter_alert.html", context)
         + _compaction_state(event.compacting)
     )
 
@@ -161,6 +228,34 @@ def _error(event: ErrorEvent) -> str:
     return _notice(event.error, event.reason, "error") + idle
 
 
+# --- compaction control (issue 17): plain notices and an in-place bubble until the page's
+# own controls come (the JSON socket carries every field) ------------------------------
+
+
+def _compaction_undone(event: CompactionUndone) -> str:
+    text = ngettext(
+        "Compaction undone: %(count)s message is back in the context.",
+        "Compaction undone: %(count)s messages are back in the context.",
+        event.restored_count,
+    ) % {"count": event.restored_count}
+    return _notice(text, None, "info")
+
+
+def _compaction_suggested(event: CompactionSuggested) -> str:
+    text = _("The context reached the compaction threshold: /compact compacts it now.")
+    return _notice(text, None, "info")
+
+
+def _message_updated(event: MessageUpdated) -> str:
+    """The bubble again, swapped in place by its id (a pin, an edited summary)."""
+    view = message_view(event.message)
+    html = _render("message.html", {"m": view, "session_id": event.session_id}).strip()
+    marker = f'id="{view.dom_id}"'
+    if not view.dom_id or marker not in html:
+        return ""
+    return html.replace(marker, f'{marker} hx-swap-oob="true"', 1)
+
+
 _RENDERERS: dict[type, Callable[[Any], str]] = {
     MessageStored: _message,
     Delta: _delta,
@@ -169,8 +264,14 @@ _RENDERERS: dict[type, Callable[[Any], str]] = {
     CompactionDone: _compaction_done,
     CompactionFailed: _compaction_failed,
     CompactionSkipped: _compaction_skipped,
+    CompactionUndone: _compaction_undone,
+    CompactionSuggested: _compaction_suggested,
+    MessageUpdated: _message_updated,
     TurnDone: _turn_done,
     ErrorEvent: _error,
+    SessionCreated: _session_created,
+    SessionUpdated: _session_updated,
+    SessionDeleted: _session_deleted,
 }
 
 

@@ -30,9 +30,28 @@ class ChatFrame:
 
 
 @dataclass(frozen=True, slots=True)
+class NewChatFrame:
+    """A ``chat`` frame with ``agent`` and no ``sessionId``: the first message of a new chat
+    with that agent (the chat is stored with it, never empty; issue 16)."""
+
+    agent_id: int
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
 class CompactFrame:
     session_id: str
     instructions: str | None = None
+    up_to: int | None = None  # a message id: compact only what comes before it (issue 17)
+
+
+@dataclass(frozen=True, slots=True)
+class UndoFrame:
+    """Undo a compaction (CONTRACT §7): ``compactionId`` names its record; absent, the
+    latest one still in effect."""
+
+    session_id: str
+    compaction_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +68,7 @@ class RetryFrame:
     session_id: str
 
 
-ClientFrame = ChatFrame | CompactFrame | StopFrame | RetryFrame
+ClientFrame = ChatFrame | NewChatFrame | CompactFrame | StopFrame | RetryFrame | UndoFrame
 
 
 def _session_id(data: dict[str, Any]) -> str:
@@ -70,6 +89,24 @@ def _refuse_nul(text: str, what: str, session_id: str) -> None:
 
 
 def _parse_chat(data: dict[str, Any], session_id: str) -> ChatFrame:
+    return ChatFrame(session_id=session_id, content=_content(data, session_id))
+
+
+def _starts_chat(data: dict[str, Any]) -> bool:
+    """A ``chat`` frame for a chat not stored yet: ``agent``, and no ``sessionId``."""
+    return data.get("type") == "chat" and data.get("sessionId") in (None, "") and "agent" in data
+
+
+def _parse_new_chat(data: dict[str, Any]) -> NewChatFrame:
+    agent = data.get("agent")
+    if isinstance(agent, str) and agent.isascii() and agent.isdigit() and len(agent) <= 18:
+        agent = int(agent)  # a form's value (the page's ws-send)
+    if isinstance(agent, bool) or not isinstance(agent, int) or agent < 1:
+        raise ProtocolError("'agent' must be a positive integer (an agent's id)", "bad_field")
+    return NewChatFrame(agent_id=agent, content=_content(data, ""))
+
+
+def _content(data: dict[str, Any], session_id: str) -> str:
     content = data.get("content")
     if not isinstance(content, str):
         raise ProtocolError("'content' must be a string", "bad_field", session_id)
@@ -82,13 +119,26 @@ def _parse_chat(data: dict[str, Any], session_id: str) -> ChatFrame:
             "message_too_long",
             session_id,
         )
-    return ChatFrame(session_id=session_id, content=content)
+    return content
+
+
+def _message_id(data: dict[str, Any], name: str, session_id: str) -> int | None:
+    """An optional id field: a positive integer, or its digits (a form's value)."""
+    value = data.get(name)
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**63:
+        raise ProtocolError(f"'{name}' must be a positive integer", "bad_field", session_id)
+    return value
 
 
 def _parse_compact(data: dict[str, Any], session_id: str) -> CompactFrame:
+    up_to = _message_id(data, "upTo", session_id)
     instructions = data.get("instructions")
     if instructions is None or instructions == "":
-        return CompactFrame(session_id=session_id)
+        return CompactFrame(session_id=session_id, up_to=up_to)
     if not isinstance(instructions, str):
         raise ProtocolError("'instructions' must be a string", "bad_field", session_id)
     if len(instructions) > MAX_INSTRUCTIONS_CHARS:
@@ -98,7 +148,9 @@ def _parse_compact(data: dict[str, Any], session_id: str) -> CompactFrame:
             session_id,
         )
     _refuse_nul(instructions, "'instructions'", session_id)
-    return CompactFrame(session_id=session_id, instructions=instructions.strip() or None)
+    return CompactFrame(
+        session_id=session_id, instructions=instructions.strip() or None, up_to=up_to
+    )
 
 
 def _parse_stop(data: dict[str, Any], session_id: str) -> StopFrame:
@@ -109,11 +161,16 @@ def _parse_retry(data: dict[str, Any], session_id: str) -> RetryFrame:
     return RetryFrame(session_id=session_id)
 
 
+def _parse_undo(data: dict[str, Any], session_id: str) -> UndoFrame:
+    return UndoFrame(session_id, _message_id(data, "compactionId", session_id))
+
+
 _PARSERS: dict[str, Callable[[dict[str, Any], str], ClientFrame]] = {
     "chat": _parse_chat,
     "compact": _parse_compact,
     "stop": _parse_stop,
     "retry": _parse_retry,
+    "undo": _parse_undo,
 }
 
 
@@ -140,4 +197,6 @@ def parse_client_frame(text: str | None, *, max_bytes: int) -> ClientFrame:
             f"unknown frame type {kind!r}; expected one of: {', '.join(_PARSERS)}",
             "unknown_type",
         )
+    if _starts_chat(data):
+        return _parse_new_chat(data)
     return parser(data, _session_id(data))

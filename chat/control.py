@@ -101,7 +101,9 @@ class TurnLease:
         _held[self.session_id] = self
         self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat())
 
-    async def release(self) -> None:
+    async def release(self) -> QueueLook | None:
+        """Release the lease, then look for messages queued meanwhile, in one trip to the
+        database (None: the release failed and nothing was looked at)."""
         if _held.get(self.session_id) is self:
             del _held[self.session_id]
         if self._heartbeat_task is not None:
@@ -109,9 +111,10 @@ class TurnLease:
             await asyncio.gather(self._heartbeat_task, return_exceptions=True)
             self._heartbeat_task = None
         try:
-            await _release(self.session_id, self.holder)
+            return QueueLook(await _release(self.session_id, self.holder))
         except DatabaseError:  # it expires on its own (``lease_seconds``)
             logger.warning("could not release the turn lease of %s", self.session_id, exc_info=True)
+            return None
 
     async def _heartbeat(self) -> None:
         interval = min(max(self.seconds / 3, 0.05), HEARTBEAT_SECONDS)
@@ -148,9 +151,18 @@ def _renew(session_id: str, holder: str, seconds: float) -> services.TurnLeaseSt
     return services.turn_lease_renew(session_id=session_id, holder=holder, seconds=seconds)
 
 
+@dataclass(frozen=True, slots=True)
+class QueueLook:
+    """When the oldest queued message of the session was sent, as read right after a
+    release (None: nothing was queued)."""
+
+    since: datetime | None
+
+
 @database_sync_to_async
-def _release(session_id: str, holder: str) -> None:
+def _release(session_id: str, holder: str) -> datetime | None:
     services.turn_lease_release(session_id=session_id, holder=holder)
+    return queued_since(session_id=session_id)
 
 
 async def try_acquire(session_id: str, kind: str) -> TurnLease | None:

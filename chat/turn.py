@@ -21,30 +21,45 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from channels.db import database_sync_to_async
 
 from agents import runtime, services
-from agents.access import SessionNotFound, session_for_user
+from agents.access import SessionNotFound, agent_for_user, session_for_user
 from agents.broadcast import apublish
-from agents.events import Delta, ErrorEvent, MessageStored, TokenUpdate, TurnDone
+from agents.events import (
+    CompactionSuggested,
+    Delta,
+    ErrorEvent,
+    MessageStored,
+    SessionCreated,
+    TokenUpdate,
+    TurnDone,
+)
 from agents.llm_channels import channel_config
 from agents.message_format import message_to_json
-from agents.meter import context_window, meter_read, system_prompt_tokens, visible_tokens_of
+from agents.meter import (
+    VisibleTokens,
+    context_window,
+    meter_read,
+    system_prompt_tokens,
+    visible_tokens,
+    visible_tokens_of,
+)
 from agents.models import ChatSession, Role
 from agents.reasons import TurnFailure, wire_text
 from agents.selectors import llm_history_load, model_visible, retryable_turn_event
-from agents.tools import TodoStore, Workspace, default_registry
-from agents.tools.workspace import session_workspace_root
+from agents.tools import TodoStore, ToolRegistry
 from chat.control import StopSignal
+from chat.turn_tools import context_reading, turn_registry
+from compaction import background
 from compaction import service as compaction
 from compaction.context import llm_context_for_session
 from compaction.core.types import Message, ToolCall
-from compaction.trigger import auto_compaction_due
-from llm import get_provider
-from recall.tools import recall_tools
+from compaction.trigger import auto_compaction_due, compaction_suggest
+from llm import ToolSpec, get_provider
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +77,9 @@ class AcceptedChat:
     messages: tuple[dict[str, Any], ...]
     holder: str = ""
     prepared: PreparedTurn | None = None
+    created: SessionCreated | None = None  # the chat was started by this message
+    # the agent cannot answer (no model channel…): refused, nothing stored, nothing to run
+    refusal: ErrorEvent | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +92,10 @@ class PreparedTurn:
     compact_first: bool = False  # over the threshold: compact, then read again
     messages: tuple[Message, ...] = ()  # the model's context (empty when compact_first)
     todos: tuple[dict[str, Any], ...] = field(default=())
+    # the meter's figures over the visible history, which the turn keeps as it stores
+    visible: VisibleTokens | None = None
+    # mode ``ask`` at the threshold: the page asks whether to compact (issue 17)
+    suggestion: CompactionSuggested | None = None
 
     @property
     def session_id(self) -> str:
@@ -106,14 +128,18 @@ def _prepare(session: ChatSession) -> PreparedTurn:
     if refusal is not None:
         return PreparedTurn(session, refusal)
     stored = llm_history_load(session=session)
-    reading = meter_read(session=session, visible=visible_tokens_of(session, stored))
+    visible = visible_tokens_of(session, stored)
+    reading = context_reading(session=session, visible=visible)
     compact_first = auto_compaction_due(session=session, reading=reading, visible_count=len(stored))
+    suggestion = compaction_suggest(session=session, reading=reading, visible_count=len(stored))
     return PreparedTurn(
         session,
         meter=TokenUpdate.of(str(session.pk), reading),
         compact_first=compact_first,
         messages=() if compact_first else tuple(llm_context_for_session(session, stored)),
         todos=tuple(session.todos or ()),
+        visible=visible,
+        suggestion=suggestion,
     )
 
 
@@ -137,9 +163,16 @@ def _accept_chat(
     except SessionNotFound:
         return None
     sid = str(session.pk)
-    if services.turn_lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
+    refusal = _refusal(session)
+    if refusal is not None:  # stored, it would wait to be sent beside the next message
+        return AcceptedChat(sid, (), refusal=refusal)
+    touch = services.session_touch(session=session, content=content)
+    if services.turn_lease_acquire(
+        session_id=session.pk, holder=holder, seconds=seconds, also=touch
+    ):
+        services.session_touched(session=session, changes=touch)
         released = services.turn_start(session=session)
-        stored = services.user_message_append(session=session, content=content)
+        stored = services.user_message_append(session=session, content=content, touched=True)
         return AcceptedChat(sid, _json([*released, stored]), holder, _prepare(session))
     queued = services.user_message_append(session=session, content=content, queued=True)
     if services.turn_lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
@@ -149,6 +182,30 @@ def _accept_chat(
 
 
 accept_chat = database_sync_to_async(_accept_chat)
+
+
+def _accept_new_chat(
+    user: Any, agent_id: int, content: str, holder: str, seconds: float
+) -> AcceptedChat | None:
+    """The first message of a new chat with one of the user's agents: the chat and the
+    message are stored together (New chat stores nothing before it), its turn lease is
+    ``holder``'s and its turn's reads are done. None: not an agent of this user's."""
+    try:
+        agent = agent_for_user(user=user, agent_id=agent_id)
+    except LookupError:
+        return None
+    refusal = _refusal(ChatSession(owner=user, agent=agent))
+    if refusal is not None:  # of a chat that does not exist: no sessionId
+        return AcceptedChat("", (), refusal=replace(refusal, session_id=None))
+    session, stored = services.session_start(
+        owner=user, agent=agent, content=content, holder=holder, lease_seconds=seconds
+    )
+    sid = str(session.pk)
+    created = SessionCreated(sid, agent.pk, session.title, agent.name)
+    return AcceptedChat(sid, _json([stored]), holder, _prepare(session), created=created)
+
+
+accept_new_chat = database_sync_to_async(_accept_new_chat)
 
 
 @database_sync_to_async
@@ -180,23 +237,36 @@ def _read_turn(session_id: str) -> PreparedTurn:
     return _prepare(_load_session(session_id))
 
 
+@dataclass(frozen=True, slots=True)
+class AfterCompaction:
+    """The session (its counters changed), the meter and the context, read again."""
+
+    session: ChatSession
+    meter: TokenUpdate
+    context: tuple[Message, ...]
+    visible: VisibleTokens
+
+
 @database_sync_to_async
-def _read_after_compaction(
-    session_id: str,
-) -> tuple[ChatSession, TokenUpdate, tuple[Message, ...]]:
-    """After a compaction: the session (its counters changed), the meter and the context,
-    from one load of the session."""
+def _read_after_compaction(session_id: str) -> AfterCompaction:
     session = _load_session(session_id)
-    reading = meter_read(session=session)
-    return session, TokenUpdate.of(session_id, reading), tuple(llm_context_for_session(session))
+    visible = visible_tokens(session)
+    reading = context_reading(session=session, visible=visible)
+    context = tuple(llm_context_for_session(session))
+    return AfterCompaction(session, TokenUpdate.of(session_id, reading), context, visible)
 
 
 @database_sync_to_async
-def _between_steps(session_id: str, holder: str) -> tuple[bool, bool]:
-    """(automatic compaction is due, a stop asked this turn to end) — read together."""
+def _between_steps(
+    session_id: str, holder: str, visible: VisibleTokens | None
+) -> tuple[bool, bool]:
+    """(automatic compaction is due, a stop asked this turn to end) — read together;
+    ``visible``: the turn's own figures (else the meter asks the database)."""
     session = _load_session(session_id)
     stop = bool(holder) and session.turn_stop_holder == holder
-    reading = meter_read(session=session)
+    reading = meter_read(session=session, visible=visible)
+    if not stop and background.preparation_due(session=session, reading=reading):
+        background.start(session_id)  # the summary is ready by the threshold, or nearer
     if stop or not reading.over_threshold:
         return False, stop
     visible_count = model_visible(session=session).count()
@@ -206,12 +276,19 @@ def _between_steps(session_id: str, holder: str) -> tuple[bool, bool]:
 
 @database_sync_to_async
 def read_token_update(session_id: str) -> TokenUpdate:
-    return TokenUpdate.of(session_id, meter_read(session=_load_session(session_id)))
+    return TokenUpdate.of(session_id, context_reading(session=_load_session(session_id)))
 
 
 @database_sync_to_async
-def _store_answer(session: ChatSession, event: runtime.AssistantMessage) -> list[Any]:
-    """The assistant's message with the provider's usage, and the meter after it."""
+def _store_answer(
+    session: ChatSession,
+    event: runtime.AssistantMessage,
+    visible: VisibleTokens | None,
+    tools: tuple[ToolSpec, ...],
+) -> tuple[list[Any], VisibleTokens | None]:
+    """The assistant's message with the provider's usage, and the meter after it (from the
+    turn's figures and the stored row: no query; ``tools``: the ones the turn sends, for
+    the breakdown)."""
     usage = event.usage
     stored = services.message_append(
         session=session,
@@ -224,13 +301,18 @@ def _store_answer(session: ChatSession, event: runtime.AssistantMessage) -> list
     )
     session_id = str(session.pk)
     events: list[Any] = [MessageStored(session_id, message_to_json(stored))]
+    if visible is not None:
+        visible = visible.after(stored, reported=usage is not None)
     if usage is not None:
-        events.append(TokenUpdate.of(session_id, meter_read(session=session)))
-    return events
+        reading = meter_read(session=session, visible=visible, tools=tools)
+        events.append(TokenUpdate.of(session_id, reading))
+    return events, visible
 
 
 @database_sync_to_async
-def _store_tool_result(session: ChatSession, event: runtime.ToolResult) -> MessageStored:
+def _store_tool_result(
+    session: ChatSession, event: runtime.ToolResult, visible: VisibleTokens | None
+) -> tuple[MessageStored, VisibleTokens | None]:
     stored = services.message_append(
         session=session,
         role=Role.TOOL,
@@ -238,7 +320,8 @@ def _store_tool_result(session: ChatSession, event: runtime.ToolResult) -> Messa
         tool_call_id=event.call_id,
         metadata={"toolName": event.name, "isError": event.is_error},
     )
-    return MessageStored(str(session.pk), message_to_json(stored))
+    tally = visible.after(stored) if visible is not None else None
+    return MessageStored(str(session.pk), message_to_json(stored)), tally
 
 
 @database_sync_to_async
@@ -328,6 +411,8 @@ class ChatTurn:
         self.stopped = False
         self.answered = False  # the last stored answer had no tool calls: the turn is done
         self.todos = TodoStore(items=[dict(t) for t in prepared.todos])
+        self.tool_specs: tuple[ToolSpec, ...] = ()  # the tools the model was given
+        self.visible = prepared.visible
         self._partial: list[str] = []  # text streamed since the last stored answer
         self._open_calls: dict[str, ToolCall] = {}  # calls of the last answer, no result yet
         self._writing = 0  # inside a store or a publish: a stop waits for it to end
@@ -364,6 +449,16 @@ class ChatTurn:
         if list(self.todos.items) != list(prepared.todos):
             await _save_todos(self.session, list(self.todos.items))
         await apublish(sid, TurnDone(sid, stopped=self.stopped))
+        self._prepare_next_compaction()
+
+    def _prepare_next_compaction(self) -> None:
+        """Past the soft threshold, the next compaction's summary is written while the
+        user reads and types (``compaction.background``); no query: the turn's figures."""
+        if self.visible is None or self.failure is not None:
+            return
+        reading = meter_read(session=self.session, visible=self.visible)
+        if background.preparation_due(session=self.session, reading=reading):
+            background.start(self.session_id)
 
     def _settle(self, body: asyncio.Future[None]) -> None:
         """How the turn's body ended: stopped, failed or answered."""
@@ -393,25 +488,32 @@ class ChatTurn:
         meter, messages = prepared.meter, prepared.messages
         if prepared.compact_first:
             await compaction.acompact(self.session_id, reason="auto", cancel=self.stop.cancel)
-            self.session, meter, messages = await _read_after_compaction(self.session_id)
+            after = await _read_after_compaction(self.session_id)
+            self.session, self.visible = after.session, after.visible
+            meter, messages = after.meter, after.context
         if meter is not None:
             async with self._writes():
                 await apublish(self.session_id, meter)
+        if prepared.suggestion is not None:
+            async with self._writes():
+                await apublish(self.session_id, prepared.suggestion)
         await self._run_agent(list(messages))
         failure = self.failure
         if failure is not None and failure.reason == "context_too_long":
             await self._compact_and_run_again(failure)
 
+    def _tools(self) -> ToolRegistry:
+        registry = turn_registry(self.session, self.todos)
+        self.tool_specs = registry.specs
+        return registry
+
     async def _run_agent(self, messages: list[Message]) -> None:
-        workspace = session_workspace_root(self.session_id)
         channel = self.session.agent.model_channel
         assert channel is not None  # a turn without a channel is refused above
         await runtime.run_agent(
             provider=get_provider(channel_config(channel)),
             messages=messages,
-            tools=default_registry(
-                Workspace(workspace), self.todos, extra=recall_tools(self.session)
-            ),
+            tools=self._tools(),
             on_event=self.on_runtime_event,
             max_tokens=max(256, min(4096, context_window(channel) // 4)),
             before_step=self.before_step,
@@ -434,7 +536,7 @@ class ChatTurn:
         """Between two model calls of one turn: end here when a stop reached the turn's
         holder in the database; compact when the context has filled up (once per turn if
         it fails, so a failing auxiliary model cannot loop)."""
-        due, stop = await _between_steps(self.session_id, self.holder)
+        due, stop = await _between_steps(self.session_id, self.holder, self.visible)
         if stop:
             self.stop.request()
             raise TurnStopped
@@ -448,10 +550,11 @@ class ChatTurn:
     async def _after_compaction(self) -> tuple[Message, ...]:
         """Read the session again (a compaction moved its counters), publish the meter, and
         return the context as it now is."""
-        self.session, meter, context = await _read_after_compaction(self.session_id)
+        after = await _read_after_compaction(self.session_id)
+        self.session, self.visible = after.session, after.visible
         async with self._writes():
-            await apublish(self.session_id, meter)
-        return context
+            await apublish(self.session_id, after.meter)
+        return after.context
 
     async def on_runtime_event(self, event: runtime.RuntimeEvent) -> None:
         sid = self.session_id
@@ -460,14 +563,16 @@ class ChatTurn:
                 self._partial.append(event.text)
                 await apublish(sid, Delta(sid, event.text))
             elif isinstance(event, runtime.AssistantMessage):
-                stored = await _store_answer(self.session, event)
+                stored, self.visible = await _store_answer(
+                    self.session, event, self.visible, self.tool_specs
+                )
                 self._partial.clear()
                 self._open_calls = {call.id: call for call in event.tool_calls}
                 self.answered = not event.tool_calls
                 for server_event in stored:
                     await apublish(sid, server_event)
             elif isinstance(event, runtime.ToolResult):
-                result = await _store_tool_result(self.session, event)
+                result, self.visible = await _store_tool_result(self.session, event, self.visible)
                 self._open_calls.pop(event.call_id, None)
                 await apublish(sid, result)
             elif isinstance(event, runtime.RunFailed):

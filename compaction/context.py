@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from agents.meter import context_window, meter_read
+from agents.meter import context_window, meter_read, system_prompt_tokens
 from agents.models import ChatSession, ModelChannel
 from agents.models import Message as StoredMessage
 from agents.selectors import history_queryset, llm_history_load
@@ -16,10 +17,13 @@ from compaction.core import (
     estimate_messages,
     repair_tool_pairing,
 )
+from compaction.notes import notes_message
 
 # estimate ÷ measured outside this range is a broken report, not a language
 MIN_CALIBRATION = 0.1
 MAX_CALIBRATION = 4.0
+# ``upTo``: a tail budget that rounds to no token, so the tail is the one message given last
+UP_TO_TAIL_RATIO = 1e-9
 
 
 def to_core_message(stored: StoredMessage) -> Message:
@@ -39,6 +43,7 @@ def to_core_message(stored: StoredMessage) -> Message:
         tool_call_id=stored.tool_call_id or None,
         id=stored.pk,
         is_summary=stored.is_compaction_summary,
+        pinned=stored.pinned,  # kept verbatim by the core (issue 17 item 2)
     )
 
 
@@ -49,7 +54,11 @@ def core_messages_for_session(
     (``stored``: that view, when the caller has loaded it already)."""
     if stored is None:
         stored = llm_history_load(session=session)
-    messages = [to_core_message(m) for m in stored]
+    messages = []
+    for row in stored:
+        messages.append(to_core_message(row))
+        if row.is_compaction_summary and row.metadata.get("notes"):  # issue 18 item 5
+            messages.append(notes_message(row.metadata["notes"], row.metadata.get("language", "")))
     prompt = session.agent.system_prompt
     return [Message(role="system", content=prompt), *messages] if prompt else messages
 
@@ -61,11 +70,38 @@ class CompactionInput:
     messages: list[Message]  # the model's view: pruned tool outputs as their placeholder
     original_contents: dict[int, str]  # pruned outputs in full: the summarizer reads these
     chain_depth: int  # how many summaries deep the visible summary already is
+    # the meter's estimate of the whole visible context (system prompt + stored estimates,
+    # ``upTo`` or not) and each visible row's stored estimate: the compaction's figures
+    # are counted from these, like the token bar's (issue 17 item 10)
+    visible_tokens: int = 0
+    row_tokens: dict[int, int] = field(default_factory=dict)
 
 
-def compaction_input(session: ChatSession) -> CompactionInput:
+class UpToNotFound(LookupError):
+    """``upTo`` names no message of the session."""
+
+
+def _before(stored: list[StoredMessage], session: ChatSession, up_to: int) -> list[StoredMessage]:
+    """``upTo`` (issue 17 item 8): the visible messages before that message, then the first
+    one at or after it — the only tail the core may keep; nothing later is shown to it."""
+    anchor = StoredMessage.objects.filter(session=session, pk=up_to).values("position").first()
+    if anchor is None:
+        raise UpToNotFound(up_to)
+    before = [m for m in stored if m.position < anchor["position"]]
+    return [*before, *stored[len(before) : len(before) + 1]]
+
+
+def compaction_input(session: ChatSession, *, up_to: int | None = None) -> CompactionInput:
+    """What the core reads; ``up_to``: only what comes before that message (plus the
+    message the kept tail starts with)."""
     stored = llm_history_load(session=session)
+    row_tokens = {m.pk: m.token_estimate for m in stored}
+    visible = system_prompt_tokens(session.agent.system_prompt) + sum(row_tokens.values())
+    if up_to is not None:
+        stored = _before(stored, session, up_to)
     return CompactionInput(
+        visible_tokens=visible,
+        row_tokens=row_tokens,
         messages=core_messages_for_session(session, stored),
         original_contents={m.pk: m.content for m in stored if m.pruned_at is not None},
         chain_depth=max(
@@ -95,23 +131,28 @@ def llm_context_for_session(
     return repaired
 
 
-def _calibrated_window(session: ChatSession, messages: list[Message], window: int) -> int:
-    """The model's window in the units the core counts in (DESIGN 13).
+def measured_tokens(session: ChatSession) -> int | None:
+    """The token bar's count when it rests on a provider's report (directly, or through the
+    ratio kept by the last compaction); None while it is a bare estimate."""
+    if session.last_input_tokens is None and not session.token_calibration:
+        return None
+    return meter_read(session=session).used_tokens
 
-    The trigger reads the provider's reported input tokens; the core counts with the
-    seed's chars/4 estimate, which undercounts Chinese 2.8–4.4×. Left alone, a Chinese
+
+def token_scale(*, estimated: int, measured: int | None) -> float:
+    """Estimate ÷ measured for the session's visible context (DESIGN 13).
+
+    The trigger and the token bar read the provider's reported input tokens (or, after a
+    compaction, the estimate scaled by the ratio measured before it); the core counts with
+    the seed's chars/4 estimate, which undercounts Chinese 2.8–4.4×. Left alone, a Chinese
     conversation over the real threshold looks "under the threshold" to the core and is
-    never compacted. Scaling the window by estimate ÷ measured makes the core's threshold
-    and tail budget the same fraction of the real window the trigger used.
+    never compacted. Scaling the window by this ratio makes the core's threshold and tail
+    budget the same fraction of the real window the trigger used. 1.0: nothing measured
+    yet (both sides count with the estimate).
     """
-    if session.last_input_tokens is None:
-        return window  # nothing measured yet: both sides count with the estimate
-    measured = meter_read(session=session).used_tokens
-    estimated = estimate_messages(messages)
-    if measured <= 0 or estimated <= 0:
-        return window
-    scale = min(max(estimated / measured, MIN_CALIBRATION), MAX_CALIBRATION)
-    return max(1, round(window * scale))
+    if measured is None or measured <= 0 or estimated <= 0:
+        return 1.0
+    return min(max(estimated / measured, MIN_CALIBRATION), MAX_CALIBRATION)
 
 
 def policy_for_session(
@@ -119,17 +160,33 @@ def policy_for_session(
     *,
     auxiliary: ModelChannel | None = None,
     messages: list[Message] | None = None,
+    scale: float | None = None,
+    up_to: bool = False,
 ) -> CompactionPolicy:
-    """The agent's policy; given the messages, calibrated to what the provider measured."""
+    """The agent's policy; given the messages (or their ``scale``), calibrated to what the
+    provider measured. The agent's token cap, when it comes before the percentage, is the
+    threshold (issue 17 item 5). ``up_to``: the tail is only the last message the core
+    is given (``compaction_input(up_to=…)``)."""
     agent = session.agent
     aux_window = context_window(auxiliary) if auxiliary is not None else 128_000
-    window = context_window(agent.model_channel)
-    if messages is not None:
-        window = _calibrated_window(session, messages, window)
+    if scale is None:
+        scale = 1.0
+        if messages is not None:
+            measured = measured_tokens(session)
+            scale = token_scale(estimated=estimate_messages(messages), measured=measured)
+    window = max(1, round(context_window(agent.model_channel) * scale))
+    percent = agent.compaction_threshold_percent
+    cap = agent.compaction_token_cap
+    if cap is not None and round(cap * scale) < window * percent // 100:
+        window, percent = max(1, round(cap * scale)), 100  # the cap is the threshold
+    tail: dict[str, Any] = {}
+    if up_to:
+        tail = {"tail_token_budget_ratio": UP_TO_TAIL_RATIO, "min_tail_messages": 1}
     return CompactionPolicy(
         context_window=window,
-        threshold_percent=agent.compaction_threshold_percent,
+        threshold_percent=percent,
         protect_first_n=agent.compaction_protect_first_n,
         recall_hint=agent.search_history_enabled,
         aux_context_window=aux_window,
+        **tail,
     )

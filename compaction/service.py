@@ -29,15 +29,21 @@ from agents.events import (
     ServerEvent,
 )
 from agents.message_format import message_to_json
+from agents.meter import meter_read
 from agents.models import ChatSession
 from agents.reasons import wire_text
-from compaction import core, trigger
+from compaction import background, core, notes, records, trigger
+from compaction import progress as summary_progress
 from compaction.auxiliary import AuxiliaryClient, AuxiliaryError
 from compaction.context import (
+    CompactionInput,
+    UpToNotFound,
     compaction_input,
     core_messages_for_session,
+    measured_tokens,
     policy_for_session,
     summarized_originals,
+    token_scale,
 )
 from compaction.lease import Lease, held_lease
 
@@ -51,6 +57,7 @@ _STATUS_FAILURES: dict[str, str] = {
     core.NO_GAIN: "no_gain",
     core.HEAD_TOO_LONG: "head_too_long",
     core.TAIL_TOO_LONG: "tail_too_long",
+    core.PINS_TOO_LONG: "pins_too_long",
 }
 
 
@@ -64,6 +71,7 @@ class CompactionOutcome:
     tokens_before: int = 0
     tokens_after: int = 0
     event: ServerEvent | None = None
+    record_id: int | None = None  # its CompactionRecord (done: the one an undo names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +100,39 @@ def _saved_percent(before: int, after: int) -> int:
     return round(100 * (before - after) / before) if before else 0
 
 
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """A compaction's tokens before and after in the token bar's count (issue 17 item 10):
+    ``after`` is what the bar will read once the write-back is committed (the stored
+    estimates of what stays visible, scaled by ``calibration`` = measured ÷ estimated)."""
+
+    before: int
+    after: int
+    calibration: float | None
+
+    @classmethod
+    def of(
+        cls,
+        source: CompactionInput,
+        result: core.CompactionResult,
+        scale: float,
+        measured: int | None,
+    ) -> _Counted:
+        rows = source.row_tokens
+        placeholder = core.estimate_tokens(
+            core.Message(role="tool", content=core.PRUNED_TOOL_PLACEHOLDER)
+        )
+        estimate = source.visible_tokens - sum(rows.get(i, 0) for i in result.summarized_ids)
+        estimate -= sum(rows.get(i, 0) - placeholder for i in result.pruned_ids)
+        if result.summary_message is not None:
+            estimate += core.estimate_tokens(
+                core.Message(role="user", content=result.summary_message.content)
+            )
+        calibration = 1 / scale if measured is not None else None
+        before = source.visible_tokens if measured is None else measured
+        return cls(before, round(estimate * (calibration or 1.0)), calibration)
+
+
 class CompactionService:
     def plan(self, *, session: ChatSession) -> PlanReport:
         """What a manual compaction would do now; no model call, no writes."""
@@ -117,11 +158,45 @@ class CompactionService:
         progress: Callable[[int, int], None] | None = None,
         force: bool | None = None,
         cancel: threading.Event | None = None,
+        trigger: str | None = None,
+        up_to: int | None = None,
     ) -> CompactionOutcome:
         """``force``: compact even under the threshold (default: only a manual one does);
         ``cancel``: set by the caller's stop — checked between two summary requests and
         before the write-back, as is the lease (a stop from another process takes it back,
-        ``services.session_stop``)."""
+        ``services.session_stop``). ``trigger``: what the audit record says asked for it
+        (auto, manual, api, command; default from ``reason``); ``up_to``: compact only what
+        comes before that message (issue 17 item 8). The agent's standing instructions come
+        first, ``instructions`` are added to them. Every ending writes a CompactionRecord."""
+        audit = records.CompactionAudit(
+            trigger=records.trigger_for(reason, trigger),
+            instructions=records.combined_instructions(
+                session.agent.compaction_instructions, instructions
+            )
+            or "",
+            up_to=up_to,
+        )
+        outcome = self._compact_audited(session, reason, audit, progress, force, cancel)
+        if outcome.status != "done":  # a done one was recorded with its write-back
+            records.record_outcome(
+                session=session,
+                audit=audit,
+                status=outcome.status,
+                reason=outcome.reason,
+                error=outcome.error,
+                tokens=outcome.tokens_before,
+            )
+        return outcome
+
+    def _compact_audited(
+        self,
+        session: ChatSession,
+        reason: str,
+        audit: records.CompactionAudit,
+        progress: Callable[[int, int], None] | None,
+        force: bool | None,
+        cancel: threading.Event | None,
+    ) -> CompactionOutcome:
         with held_lease(session) as lease:
             if lease is None:
                 return CompactionOutcome(
@@ -131,9 +206,9 @@ class CompactionService:
                 return _cancelled()
             sid = str(session.pk)
             publish(sid, CompactionStart(session_id=sid, reason=reason))  # type: ignore[arg-type]
-            forced = reason == "manual" if force is None else force
+            forced = (reason == "manual" if force is None else force) or audit.up_to is not None
             return self._compact_leased(
-                session, reason, instructions, progress, lease, forced, cancel
+                session, reason, audit.instructions or None, progress, lease, forced, cancel, audit
             )
 
     def _compact_leased(
@@ -145,15 +220,31 @@ class CompactionService:
         lease: Lease,
         force: bool = False,
         cancel: threading.Event | None = None,
+        audit: records.CompactionAudit | None = None,
     ) -> CompactionOutcome:
         sid = str(session.pk)
+        audit = audit or records.CompactionAudit(trigger=records.trigger_for(reason, None))
         tokens_before = 0
         try:
             client = AuxiliaryClient.for_agent(session.agent)
-            source = compaction_input(session)
+            audit.use_channel(client.channel)
+            source = compaction_input(session, up_to=audit.up_to)
             messages = source.messages
-            policy = policy_for_session(session, auxiliary=client.channel, messages=messages)
+            # one counter (issue 17 item 10): the token bar's, and its ratio to the estimate
+            measured = measured_tokens(session)
+            tokens_before = audit.tokens_before = measured or source.visible_tokens
+            scale = token_scale(estimated=source.visible_tokens, measured=measured)
+            policy = policy_for_session(
+                session, auxiliary=client.channel, scale=scale, up_to=audit.up_to is not None
+            )
             originals = _regrounding_originals(session, source.chain_depth)
+            # the summary streams to the page as it is written (issue 17 item 12); a stop
+            # or a lost lease cuts the stream
+            live = summary_progress.SummaryStream(
+                sid,
+                lambda event: publish(sid, event),
+                check=lambda: _check_cancel_flags(lease, cancel),
+            )
 
             def summarize(request: core.SummaryRequest) -> core.SummaryReply:
                 # the core may call this from several threads at once: no database here
@@ -161,19 +252,42 @@ class CompactionService:
                     _check_cancel_flags(lease, cancel)
                 if progress is not None:
                     progress(request.chunk_index + 1, request.chunk_count)
-                return client.summarize(request)
+                try:
+                    reply = client.summarize(request, on_text=live.writer(request))
+                except Exception:
+                    audit.count_failed()
+                    raise
+                live.finished()
+                audit.count(reply)
+                return reply
 
-            result = core.compress(
-                messages,
-                policy,
-                summarize,
-                force=force,
-                focus=instructions,
-                original_contents=source.original_contents,
-                regrounding_originals=originals,
-            )
+            result = None
+            automatic = reason == "auto" and audit.up_to is None
+            if automatic and not force and originals is None:
+                # prepared from the soft threshold while the chat went on (issue 14 item 6)
+                taken = background.take(
+                    session=session,
+                    source=source,
+                    policy=policy,
+                    instructions=instructions or "",
+                    cancelled=cancel,
+                )
+                if taken is not None:
+                    result, audit.notes = taken.result, taken.notes
+                    audit.count_prepared(result)
+            if result is None:
+                if automatic and session.agent.compaction_notes:
+                    audit.notes = notes.write_notes(session, messages)  # issue 18 item 5
+                result = core.compress(
+                    messages,
+                    policy,
+                    summarize,
+                    force=force,
+                    focus=instructions,
+                    original_contents=source.original_contents,
+                    regrounding_originals=originals,
+                )
             chain_depth = core.next_chain_depth(source.chain_depth, regrounded=result.regrounded)
-            tokens_before = result.tokens_before
             if result.status == core.UNDER_THRESHOLD:
                 # the start was announced: every start gets its ending
                 skipped = CompactionSkipped(
@@ -193,7 +307,13 @@ class CompactionService:
             if result.status in _STATUS_FAILURES:
                 failure = _STATUS_FAILURES[result.status]
                 raise CompactionFailure(failure, wire_text(failure, result.detail or ""))
-            return self._persist(session, reason, result, policy, lease, cancel, chain_depth)
+            counted = _Counted.of(source, result, scale, measured)
+            audit.dropped = records.dropped_json(result, messages, source.original_contents)
+            return self._persist(
+                session, reason, result, policy, lease, cancel, chain_depth, audit, counted
+            )
+        except UpToNotFound:
+            return self._fail(session, "unknown_message", wire_text("unknown_message"), 0)
         except CompactionCancelled:
             return self._cancelled(session, lease, tokens_before)
         except AuxiliaryError as exc:
@@ -220,10 +340,15 @@ class CompactionService:
         lease: Lease,
         cancel: threading.Event | None = None,
         chain_depth: int = 1,
+        audit: records.CompactionAudit | None = None,
+        counted: _Counted | None = None,
     ) -> CompactionOutcome:
         sid = str(session.pk)
         removed = len(result.summarized_ids)
-        saved = _saved_percent(result.tokens_before, result.tokens_after)
+        audit = audit or records.CompactionAudit(trigger=records.trigger_for(reason, None))
+        counted = counted or _Counted(result.tokens_before, result.tokens_after, None)
+        tokens_before, tokens_after = counted.before, counted.after
+        saved = _saved_percent(tokens_before, tokens_after)
         with transaction.atomic():
             # The lease ends with the write-back, in its transaction: a stop that comes
             # after the commit finds no compaction to cancel, one before it cancels this one.
@@ -249,8 +374,8 @@ class CompactionService:
                     "reason": reason,
                     "removedCount": removed,
                     "prunedCount": len(result.pruned_ids),
-                    "tokensBefore": result.tokens_before,
-                    "tokensAfter": result.tokens_after,
+                    "tokensBefore": tokens_before,
+                    "tokensAfter": tokens_after,
                     "savedPercent": saved,
                     "language": result.language,
                     "requests": len(result.requests),
@@ -263,10 +388,24 @@ class CompactionService:
                     "reason": reason,
                     "chainDepth": chain_depth,
                     "regrounded": result.regrounded,
+                    "instructions": audit.instructions,
+                    **({"notes": audit.notes} if audit.notes else {}),
                 },
+                token_calibration=counted.calibration,
             )
+            record = records.record_done(
+                session=session,
+                audit=audit,
+                summary=applied.summary_message,
+                event=applied.event_message,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                removed_count=removed,
+                pruned_ids=list(result.pruned_ids),
+            )
+            records.link_event(applied.event_message, record)
             pause = trigger.pause_after_success(
-                still_over_threshold=result.tokens_after >= policy.threshold_tokens,
+                still_over_threshold=tokens_after >= meter_read(session=session).threshold_tokens,
                 manual=reason == "manual",
                 current=session.auto_compaction_paused_reason,
             )
@@ -280,9 +419,10 @@ class CompactionService:
                 session_id=sid,
                 removed_count=removed,
                 summary_message_id=summary_id,
-                tokens_before=result.tokens_before,
-                tokens_after=result.tokens_after,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
                 event_message=event_json,
+                compaction_id=record.pk,
             )
 
             def announce() -> None:
@@ -294,9 +434,10 @@ class CompactionService:
             status="done",
             removed_count=removed,
             summary_message_id=summary_id,
-            tokens_before=result.tokens_before,
-            tokens_after=result.tokens_after,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
             event=done,
+            record_id=record.pk,
         )
 
     def _cancelled(self, session: ChatSession, lease: Lease, tokens: int) -> CompactionOutcome:
@@ -400,6 +541,8 @@ def _compact_in_thread(
     instructions: str | None,
     force: bool | None,
     cancel: threading.Event | None,
+    trigger: str | None = None,
+    up_to: int | None = None,
 ) -> CompactionOutcome:
     """The service in a worker thread with its own database connection."""
     try:
@@ -407,7 +550,13 @@ def _compact_in_thread(
             "agent__model_channel", "agent__auxiliary_model_channel"
         ).get(pk=session_id)
         return CompactionService().compact(
-            session=session, reason=reason, instructions=instructions, force=force, cancel=cancel
+            session=session,
+            reason=reason,
+            instructions=instructions,
+            force=force,
+            cancel=cancel,
+            trigger=trigger,
+            up_to=up_to,
         )
     finally:
         close_old_connections()
@@ -420,14 +569,17 @@ async def acompact(
     instructions: str | None = None,
     force: bool | None = None,
     cancel: threading.Event | None = None,
+    trigger: str | None = None,
+    up_to: int | None = None,
 ) -> CompactionOutcome:
     """Compact from async code: the model call may take a minute, so it runs in a thread of
     its own, never queued behind the process's other database work. A caller that is
-    stopped sets ``cancel`` and need not wait: the thread writes nothing after it."""
+    stopped sets ``cancel`` and need not wait: the thread writes nothing after it.
+    ``trigger`` and ``up_to``: as ``CompactionService.compact`` takes them."""
     _compacting_here.add(session_id)
     try:
         return await sync_to_async(_compact_in_thread, thread_sensitive=False)(
-            session_id, reason, instructions, force, cancel
+            session_id, reason, instructions, force, cancel, trigger, up_to
         )
     finally:
         _compacting_here.discard(session_id)

@@ -8,10 +8,11 @@ language.
 
 from __future__ import annotations
 
+from django.utils import timezone
 from django.utils.translation import pgettext_lazy
 
-from agents.events import MeterReading
-from agents.models import ChatSession
+from agents.events import CompactionSuggested, MeterReading, TokenUpdate
+from agents.models import ChatSession, CompactionMode
 
 MIN_TAIL_MESSAGES = 3
 PAUSE_AFTER_FAILURES = 2
@@ -19,6 +20,7 @@ PAUSE_AFTER_FAILURES = 2
 PAUSED_FAILURES = "自动压缩已暂停：连续两次失败"
 PAUSED_STILL_OVER = "自动压缩已暂停：压缩后仍超过阈值"
 PAUSED_OVERSIZED = "自动压缩已暂停：单条消息过长，建议拆分"
+PAUSED_UNDONE = "自动压缩已暂停：一次自动压缩已撤销"
 
 _LABELS = {
     PAUSED_FAILURES: pgettext_lazy(
@@ -30,6 +32,10 @@ _LABELS = {
     PAUSED_OVERSIZED: pgettext_lazy(
         "chat page", "Automatic compaction is paused: one message is too large; split it."
     ),
+    PAUSED_UNDONE: pgettext_lazy(
+        "chat page",
+        "Automatic compaction is paused: an automatic compaction was undone; /compact resumes it.",
+    ),
 }
 
 
@@ -39,14 +45,51 @@ def pause_label(reason: str) -> str:
     return str(label) if label is not None else reason
 
 
-def auto_compaction_due(*, session: ChatSession, reading: MeterReading, visible_count: int) -> bool:
-    """Over the threshold, with more history than the head and a minimum tail, and not
-    paused: compact before the next model call."""
-    if session.auto_compaction_paused_reason or session.agent.model_channel is None:
-        return False
-    if not reading.over_threshold:
+def _at_threshold(*, session: ChatSession, reading: MeterReading, visible_count: int) -> bool:
+    """Over the threshold — the percentage or the agent's token cap, whichever comes first
+    (``MeterReading.threshold_tokens``) — with more history than the head and a minimum
+    tail."""
+    if session.agent.model_channel is None or not reading.over_threshold:
         return False
     return visible_count > session.agent.compaction_protect_first_n + MIN_TAIL_MESSAGES
+
+
+def auto_compaction_due(*, session: ChatSession, reading: MeterReading, visible_count: int) -> bool:
+    """At the threshold, in mode ``auto``, and not paused: compact before the next model
+    call. Modes ``ask`` and ``off`` never compact on their own (issue 17 item 4)."""
+    if session.agent.compaction_mode != CompactionMode.AUTO:
+        return False
+    if session.auto_compaction_paused_reason:
+        return False
+    return _at_threshold(session=session, reading=reading, visible_count=visible_count)
+
+
+def compaction_suggestion_due(
+    *, session: ChatSession, reading: MeterReading, visible_count: int
+) -> bool:
+    """Mode ``ask``: at the threshold and not suggested since the last compaction."""
+    if session.agent.compaction_mode != CompactionMode.ASK:
+        return False
+    if session.compaction_suggested_at is not None:
+        return False
+    return _at_threshold(session=session, reading=reading, visible_count=visible_count)
+
+
+def compaction_suggest(
+    *, session: ChatSession, reading: MeterReading, visible_count: int
+) -> CompactionSuggested | None:
+    """The ``compaction_suggested`` event when it is due, marking the session so it is sent
+    once per crossing (a conditional UPDATE: of two turns at once, one sends it). A
+    compaction clears the mark (``agents.services.compaction_apply``), as does an undo."""
+    if not compaction_suggestion_due(session=session, reading=reading, visible_count=visible_count):
+        return None
+    now = timezone.now()
+    marked = ChatSession.objects.filter(pk=session.pk, compaction_suggested_at__isnull=True)
+    if not marked.update(compaction_suggested_at=now):
+        return None
+    session.compaction_suggested_at = now
+    sid = str(session.pk)
+    return CompactionSuggested(sid, TokenUpdate.of(sid, reading).to_json()["context"])
 
 
 def pause_after_failure(*, reason: str, consecutive_failures: int, current: str) -> str:
@@ -57,6 +100,12 @@ def pause_after_failure(*, reason: str, consecutive_failures: int, current: str)
     if consecutive_failures >= PAUSE_AFTER_FAILURES:
         return PAUSED_FAILURES
     return current
+
+
+def pause_after_undo(*, trigger: str, current: str) -> str:
+    """Undoing an automatic compaction pauses automatic compaction (it would only run again
+    at the next turn, over the same messages); ``/compact`` resumes it."""
+    return PAUSED_UNDONE if trigger == "auto" else current
 
 
 def pause_after_success(*, still_over_threshold: bool, manual: bool, current: str) -> str:

@@ -27,7 +27,7 @@ from .types import (
     ToolSpec,
     UsageReport,
 )
-from .windows import DEFAULT_CONTEXT_WINDOW, model_max_tokens
+from .windows import DEFAULT_CONTEXT_WINDOW, known_model_window, model_max_tokens
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -48,5 +48,6 @@ __all__ = [
     "build_anthropic_params",
     "build_openai_params",
     "get_provider",
+    "known_model_window",
     "model_max_tokens",
 ]

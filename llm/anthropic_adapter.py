@@ -27,13 +27,15 @@ Pitfalls of the 2.x SDK this module is written around:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import closing
 from typing import Any
 
 import anthropic
 
 from compaction.core.types import Message, ToolCall
 
+from .collect import collect
 from .errors import LLMError, malformed_is_invalid, translate_errors
 from .transport import AsyncClientPool, shared_ssl_context
 from .types import (
@@ -49,6 +51,7 @@ from .types import (
 )
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+MODELS_PAGE = 1000  # the most models one GET /v1/models page may hold
 # Sent as the first user turn when a conversation would otherwise open with the
 # assistant (an imported or heavily compacted session): the API requires ``user`` first.
 LEADING_USER_PLACEHOLDER = "(continuing the conversation)"
@@ -341,3 +344,30 @@ class AnthropicProvider:
             message = client.messages.create(**params)
             with malformed_is_invalid("anthropic"):
                 return parse_anthropic_message(message)
+
+    def _events_sync(self, request: LLMRequest) -> Generator[StreamEvent]:
+        """``stream``'s events, read on the blocking client."""
+        params = build_anthropic_params(request, self.config)
+        parser = AnthropicStreamParser()
+        with (
+            sync_client(self.config) as client,
+            client.messages.create(**params, stream=True) as events,
+        ):
+            for raw in events:
+                with malformed_is_invalid("anthropic"):
+                    parsed = parser.feed(raw)
+                yield from parsed
+        yield from parser.finish()
+
+    def complete_streaming(self, request: LLMRequest, on_text: Callable[[str], None]) -> Completion:
+        # closed at once, not when the traceback of an ``on_text`` exception is dropped
+        with self._translate(), closing(self._events_sync(request)) as events:
+            return collect(events, on_text)
+
+    def list_models(self) -> tuple[str, ...]:
+        """``GET /v1/models`` through the SDK's ``models.list()``: one page of up to
+        ``MODELS_PAGE`` models (the API's maximum), never a walk through every page."""
+        with self._translate(), sync_client(self.config) as client:
+            page = client.models.list(limit=MODELS_PAGE)
+            with malformed_is_invalid("anthropic"):
+                return tuple(str(model.id) for model in page.data)

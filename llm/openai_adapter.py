@@ -26,7 +26,8 @@ Decisions (tests assert the exact request):
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import closing
 from typing import Any
 
 import openai
@@ -34,6 +35,7 @@ from openai.types.chat import ChatCompletion
 
 from compaction.core.types import Message, ToolCall
 
+from .collect import collect
 from .errors import LLMError, malformed_is_invalid, translate_errors
 from .transport import AsyncClientPool, shared_ssl_context
 from .types import (
@@ -316,6 +318,17 @@ async def _post_streaming(client: openai.AsyncOpenAI, body: dict[str, Any]) -> A
     )
 
 
+def _post_streaming_sync(client: openai.OpenAI, body: dict[str, Any]) -> Any:
+    """``_post_streaming`` on the SDK's blocking client (a worker thread's summary)."""
+    return client.post(
+        CHAT_COMPLETIONS,
+        body=body,
+        cast_to=ChatCompletion,
+        stream=True,
+        stream_cls=openai.Stream[object],
+    )
+
+
 class OpenAIProvider:
     """Provider for ``openai``, ``deepseek`` and ``openai_compatible`` channels.
 
@@ -360,3 +373,37 @@ class OpenAIProvider:
             completion = client.post(CHAT_COMPLETIONS, body=params, cast_to=ChatCompletion)
             with malformed_is_invalid(self.config.provider):
                 return parse_openai_completion(completion, self.config.provider)
+
+    def _open_sync(self, client: openai.OpenAI, params: dict[str, Any]) -> Any:
+        try:
+            return _post_streaming_sync(
+                client, {**params, "stream": True, "stream_options": {"include_usage": True}}
+            )
+        except openai.APIStatusError as exc:
+            if self.config.provider == "openai_compatible" and _rejects_stream_options(exc):
+                return _post_streaming_sync(client, {**params, "stream": True})
+            raise
+
+    def _events_sync(self, request: LLMRequest) -> Generator[StreamEvent]:
+        """``stream``'s events, read on the blocking client."""
+        params = build_openai_params(request, self.config)
+        parser = OpenAIStreamParser(self.config.provider)
+        with sync_client(self.config) as client, self._open_sync(client, params) as chunks:
+            for chunk in chunks:
+                with malformed_is_invalid(self.config.provider):
+                    parsed = parser.feed(chunk)
+                yield from parsed
+        yield from parser.finish()
+
+    def complete_streaming(self, request: LLMRequest, on_text: Callable[[str], None]) -> Completion:
+        # closed at once, not when the traceback of an ``on_text`` exception is dropped
+        with self._translate(), closing(self._events_sync(request)) as events:
+            return collect(events, on_text)
+
+    def list_models(self) -> tuple[str, ...]:
+        """``GET {base_url}/models`` through the SDK's ``models.list()`` (OpenAI, DeepSeek,
+        Ollama, vLLM and llama.cpp all serve it)."""
+        with self._translate(), sync_client(self.config) as client:
+            page = client.models.list()
+            with malformed_is_invalid(self.config.provider):
+                return tuple(str(model.id) for model in page.data)

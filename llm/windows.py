@@ -66,12 +66,19 @@ def _base_name(model: str) -> str:
     return model.strip().lower().rsplit("/", 1)[-1]
 
 
-def model_max_tokens(model: str, override: int | None = None) -> int:
-    """The context window (tokens) of ``model``; a positive ``override`` wins."""
-    if override is not None and override > 0:
-        return override
+def known_model_window(model: str) -> int | None:
+    """The window of ``model`` from the table above, or None when the model is unknown
+    (the pages say so rather than let the default pass for a known figure)."""
     name = _base_name(model)
     for prefix, window in _BY_LENGTH:
         if name.startswith(prefix):
             return window
-    return DEFAULT_CONTEXT_WINDOW
+    return None
+
+
+def model_max_tokens(model: str, override: int | None = None) -> int:
+    """The context window (tokens) of ``model``; a positive ``override`` wins."""
+    if override is not None and override > 0:
+        return override
+    known = known_model_window(model)
+    return known if known is not None else DEFAULT_CONTEXT_WINDOW

@@ -355,9 +355,216 @@ ZH: dict[str, str | list[str]] = {
     ),
     # --- core (compaction.core) ---
     # --- chat page (#16 chat list, phone, reading, waiting) ---
+    "Copy": "复制",
+    "Copied": "已复制",
+    "Could not copy": "复制失败",
+    "Copy the answer (Markdown)": "复制回答（Markdown）",
+    "Skip to content": "跳到正文",
+    "Skip to the message box": "跳到输入框",
+    "Skip to the messages": "跳到消息",
+    "Menu": "菜单",
+    "Close the chat list": "关闭对话列表",
+    "Rename": "重命名",
+    "Rename “%(title)s”": "重命名「%(title)s」",
+    "Delete “%(title)s”": "删除「%(title)s」",
+    "Rename the chat": "重命名对话",
+    "Delete the chat": "删除对话",
+    "Delete the chat?": "删除此对话？",
+    "“<strong data-delete-title></strong>” is deleted for good, with all its messages and the files in its workspace.": (
+        "「<strong data-delete-title></strong>」将被永久删除，包括它的全部消息和工作区中的文件。"
+    ),
+    "“<strong>%(title)s</strong>” is deleted for good, with all its messages and the files in its workspace.": (
+        "「<strong>%(title)s</strong>」将被永久删除，包括它的全部消息和工作区中的文件。"
+    ),
+    "Deleted the chat “%(title)s”.": "已删除对话「%(title)s」。",
+    "Enter a title.": "请输入标题。",
+    "This chat was deleted.": "此对话已被删除。",
+    "A new chat with “%(name)s”. It is saved when you send its first message.": (
+        "与「%(name)s」的新对话。发送第一条消息后才会保存。"
+    ),
+    "Nothing to compact yet: send a message first.": "还没有可压缩的内容：请先发送一条消息。",
+    "This agent cannot answer until it has a model channel, so nothing can be sent yet.": (
+        "此 Agent 配置好模型渠道之前无法回答，所以暂时不能发送消息。"
+    ),
+    "__N__ s": "__N__ 秒",
+    "waiting for __MODEL__": "等待 __MODEL__ 回答",
+    "__MODEL__ is writing the summary": "__MODEL__ 正在撰写摘要",
+    "waiting for the auxiliary model": "等待辅助模型",
+    "No answer for a while: the model may be slow or unreachable. Stop ends the wait.": (
+        "已经等了一段时间：模型可能很慢或无法连接。点「停止」可结束等待。"
+    ),
+    "The context is %(percent)s%% of the model's window: the next message will most likely be refused.": (
+        "上下文已达模型窗口的 %(percent)s%%：下一条消息很可能会被拒绝。"
+    ),
+    "Automatic compaction is paused: compact now, or start a new chat with this agent.": (
+        "自动压缩已暂停：请立即压缩，或与此 Agent 开始新对话。"
+    ),
+    "Compact now, or start a new chat with this agent.": "请立即压缩，或与此 Agent 开始新对话。",
+    "Compact now": "立即压缩",
     # --- configuration pages (#16 auxiliary default, agents, channels) ---
+    "Inherit the system default: {name}": "继承全局默认：{name}",
+    "Shared with every user": "共享给所有用户",
+    "Every user may chat with a shared agent; only staff may change it. Unticked, the agent is yours alone.": (
+        "所有用户都可以与共享 Agent 对话，只有管理员可以修改它。不勾选则只属于你。"
+    ),
+    "Agent created.": "Agent 已创建。",
+    "The agent was not deleted: it still has chats.": "Agent 未删除：仍有对话在使用它。",
+    "Agent “%(name)s” deleted, with its %(count)d chat.": [
+        "已删除 Agent「%(name)s」及其 %(count)d 个对话。"
+    ],
+    "Agent “%(name)s” deleted.": "已删除 Agent「%(name)s」。",
+    "Only staff can choose the auxiliary model of the shared agent “%(name)s”: ask an administrator to make a model channel the default auxiliary model.": (
+        "只有管理员可以为共享 Agent「%(name)s」选择辅助模型：请联系管理员把一个模型渠道设为默认辅助模型。"
+    ),
+    "“%(name)s” is now the default auxiliary model: compaction summarizes with it for every agent without an auxiliary model of its own.": (
+        "「%(name)s」现在是默认辅助模型：没有单独设置辅助模型的 Agent 都用它来生成压缩摘要。"
+    ),
+    "The model “%(model)s” is not in the table of known models, so its context window is taken as %(tokens)s tokens. Enter the window your server serves if it differs.": (
+        "模型「%(model)s」不在已知模型表中，其上下文窗口按 %(tokens)s tokens 计算。如果你的服务实际窗口不同，请填写上下文窗口。"
+    ),
+    "A disabled channel cannot be the default auxiliary model; enable it first.": (
+        "已停用的渠道不能作为默认辅助模型，请先启用它。"
+    ),
+    "New agent": "新建 Agent",
+    "Delete agent": "删除 Agent",
+    "Delete": "删除",
+    "Delete “%(name)s”": "删除「%(name)s」",
+    "Create one": "新建一个",
+    "Compaction summarizes with “%(name)s” (%(model)s), chosen for this agent.": (
+        "压缩使用「%(name)s」（%(model)s）生成摘要：这是为该 Agent 单独选择的辅助模型。"
+    ),
+    "Compaction summarizes with “%(name)s” (%(model)s), the system default auxiliary model.": (
+        "压缩使用「%(name)s」（%(model)s）生成摘要：这是全局默认辅助模型。"
+    ),
+    "The auxiliary model chosen for this agent, “%(name)s”, is disabled, so the system default is used.": (
+        "为该 Agent 选择的辅助模型「%(name)s」已停用，因此使用全局默认辅助模型。"
+    ),
+    "No auxiliary model: /compact and automatic compaction fail until there is one.": (
+        "没有可用的辅助模型：在设置之前，/compact 和自动压缩都会失败。"
+    ),
+    "The auxiliary model chosen for this agent, “%(name)s”, is disabled.": "为该 Agent 选择的辅助模型「%(name)s」已停用。",
+    "The system default auxiliary model, “%(name)s”, is disabled.": "全局默认辅助模型「%(name)s」已停用。",
+    "Tick “Usable as auxiliary model” on a model channel (the first one becomes the default), or make a channel the default on the model channels page.": (
+        "在模型渠道上勾选「可作为辅助模型」（第一个勾选的渠道会成为默认辅助模型），或在模型渠道页把某个渠道设为默认。"
+    ),
+    "Choose the default auxiliary model": "选择默认辅助模型",
+    "Choose an auxiliary model above, or ask an administrator to make a model channel the default auxiliary model.": (
+        "请在上方选择辅助模型，或联系管理员把一个模型渠道设为默认辅助模型。"
+    ),
+    "Delete agent “%(name)s”?": "删除 Agent「%(name)s」？",
+    "This agent cannot be deleted: %(counter)s chat uses it, and a chat keeps its agent.": [
+        "无法删除该 Agent：有 %(counter)s 个对话在使用它，对话会一直保留它的 Agent。"
+    ],
+    "%(counter)s of them belongs to another user; it has to be deleted by its owner first.": [
+        "其中 %(counter)s 个属于其他用户，需要先由其所有者删除。"
+    ],
+    "Keep the agent": "保留 Agent",
+    "You have %(counter)s chat with this agent. A chat keeps its agent, so the chat has to go with it.": [
+        "你有 %(counter)s 个使用该 Agent 的对话。对话会一直保留它的 Agent，所以这些对话需要一并删除。"
+    ],
+    "Also delete my %(counter)s chat with it, its messages and its workspace files": [
+        "同时删除我的 %(counter)s 个相关对话及其消息和工作区文件"
+    ],
+    "No chat uses this agent. Deleting it cannot be undone.": "没有对话使用该 Agent。删除后无法恢复。",
+    "Compaction summarizes with this channel for every agent without an auxiliary model of its own.": (
+        "没有单独设置辅助模型的 Agent 都用这个渠道生成压缩摘要。"
+    ),
+    "Connection": "连接",
+    "Test connection": "测试连接",
+    "Asking the server for its models…": "正在向服务器查询模型列表…",
+    "Make default auxiliary model": "设为默认辅助模型",
+    "Make default auxiliary model: %(name)s": "设为默认辅助模型：%(name)s",
+    "The test uses the saved settings: save your changes first.": "测试使用已保存的设置：请先保存修改。",
+    "Connection works": "连接正常",
+    "The server lists %(counter)s model.": ["服务器列出了 %(counter)s 个模型。"],
+    "“%(model)s” is one of them.": "其中包括「%(model)s」。",
+    "“%(model)s” is not among them: check the model name.": "其中没有「%(model)s」：请检查模型名称。",
+    "Models on the server": "服务器上的模型",
+    "The server answered, but lists no models at this address (HTTP %(status)s). Check the base URL (for Ollama and vLLM it ends in /v1); some servers do not offer the list.": (
+        "服务器有响应，但这个地址没有模型列表（HTTP %(status)s）。请检查 Base URL（Ollama 和 vLLM 的地址以 /v1 结尾）；也有服务器不提供模型列表。"
+    ),
+    "Failed": "失败",
+    "In use: %(tokens)s tokens, as set on this channel.": "当前使用：%(tokens)s tokens，即本渠道设置的值。",
+    "In use: %(tokens)s tokens, the known window of “%(model)s”.": "当前使用：%(tokens)s tokens，即「%(model)s」的已知窗口。",
+    "fallback": "兜底值",
+    "In use: %(tokens)s tokens, a fallback: “%(model)s” is not a known model. Enter the window your server serves.": (
+        "当前使用：%(tokens)s tokens，这是兜底值：「%(model)s」不是已知模型。请填写你的服务实际提供的窗口。"
+    ),
+    "Context window": "上下文窗口",
+    "set on the channel": "渠道设置",
+    "known model": "已知模型",
+    "No default auxiliary model yet: /compact fails for agents without an auxiliary model of their own. Make one channel the default below.": (
+        "还没有默认辅助模型：没有单独设置辅助模型的 Agent 执行 /compact 会失败。请在下面把一个渠道设为默认。"
+    ),
     # --- compaction control (#17) ---
+    "The pinned messages alone leave no room for a summary under the compaction threshold; unpin some of them": (
+        "仅固定的消息就已占满压缩阈值下的空间，无法容纳摘要；请取消固定其中一些"
+    ),
+    "Compaction undone: %(count)s message is back in the context.": [
+        "压缩已撤销：%(count)s 条消息已回到上下文。"
+    ],
+    "The context reached the compaction threshold: /compact compacts it now.": "上下文已到达压缩阈值：使用 /compact 立即压缩。",
+    "automatically at the threshold": "到达阈值时自动压缩",
+    "ask at the threshold": "到达阈值时询问",
+    "off (only /compact)": "关闭（仅 /compact）",
+    "automatic compaction": "自动压缩",
+    "auto: compact at the threshold; ask: suggest it at the threshold; off: only when asked (/compact).": "auto：到达阈值时自动压缩；ask：到达阈值时提示是否压缩；off：仅在手动要求时（/compact）压缩。",
+    "compaction instructions": "压缩指令",
+    "What every summary of this agent's chats should keep or focus on.": "此 Agent 的每份对话摘要都应保留或关注的内容。",
+    "compaction token cap": "压缩 token 上限",
+    "Compact at this many tokens even below the threshold percentage; blank: no cap.": "上下文达到此 token 数即压缩，即使尚未到达阈值百分比；留空：不设上限。",
+    "pinned": "已固定",
+    "automatic": "自动",
+    "manual": "手动",
+    "API": "API",
+    "command": "命令",
+    "done": "已完成",
+    "failed": "失败",
+    "cancelled": "已取消",
+    "skipped": "已跳过",
+    "undone": "已撤销",
+    "trigger": "触发方式",
+    "status": "状态",
+    "reason": "原因",
+    "tokens before": "压缩前 token",
+    "tokens after": "压缩后 token",
+    "removed messages": "移除的消息",
+    "auxiliary channel": "辅助渠道",
+    "auxiliary model": "辅助模型",
+    "auxiliary input tokens": "辅助模型输入 token",
+    "auxiliary output tokens": "辅助模型输出 token",
+    "requests": "请求数",
+    "duration (ms)": "耗时（毫秒）",
+    "started at": "开始时间",
+    "instructions": "指令",
+    "undone at": "撤销时间",
+    "edits": "编辑记录",
+    "dropped facts": "丢失的事实",
+    "compaction record": "压缩记录",
+    "compaction records": "压缩记录",
+    "The compaction token cap must be at least {low} tokens (or blank for none).": "压缩 token 上限至少为 {low} tokens（或留空表示不设上限）。",
+    "No such message in this chat": "此对话中没有这条消息",
+    "Only the latest compaction that is still in effect can be undone": "只能撤销最近一次仍然生效的压缩",
+    "This chat has no compaction to undo": "此对话没有可撤销的压缩",
+    "This summary is no longer in effect (undone or folded into a later one)": "这份摘要已不再生效（已撤销，或已并入之后的摘要）",
+    "Only a compaction summary's content can be edited": "只能编辑压缩摘要的内容",
+    "chat page\u0004Automatic compaction is paused: an automatic compaction was undone; /compact resumes it.": "自动压缩已暂停：一次自动压缩已被撤销；使用 /compact 可恢复。",
+    "No such compaction.": "没有这次压缩。",
+    "A message id: compact only what comes before that message.": "消息 id：只压缩这条消息之前的内容。",
+    "Send 'pinned' or 'content'.": "请提供 'pinned' 或 'content'。",
+    "The text contains a NUL character, which cannot be stored.": "文本包含无法存储的 NUL 字符。",
+    "Automatic compaction": "自动压缩",
+    "Ask: at the threshold the chat asks before compacting. Off: only /compact compacts.": "询问：到达阈值时先询问再压缩。关闭：只有 /compact 才会压缩。",
+    "Compaction instructions": "压缩指令",
+    "What every summary should keep or focus on; /compact <focus> adds to them.": "每份摘要都应保留或关注的内容；/compact <重点> 会在此基础上追加。",
+    "Compact at most at (tokens)": "最多在此 token 数时压缩",
+    "Compact when the context reaches this many tokens, if that comes before the threshold (e.g. 200000 for a 1M-token model). Blank: the threshold only.": "上下文达到此 token 数时压缩（若早于阈值），例如 1M token 的模型设为 200000。留空：只按阈值。",
     # --- background compaction and notes (#14, #18) ---
+    "notes before compaction": "压缩前笔记",
+    "Notes before compaction": "压缩前写笔记",
+    "Before an automatic compaction the agent writes notes for itself (saved to NOTES.md in its workspace); they stay verbatim after the summary.": (
+        "自动压缩前，智能体先为自己写下笔记（保存到工作区的 NOTES.md），笔记会原样保留在摘要之后。"
+    ),
 }
 
 # The chat page's wording for the pause reasons (compaction.trigger) and the failure hints.

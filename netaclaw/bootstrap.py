@@ -20,7 +20,10 @@ from agents.models import Agent, ModelChannel, Provider
 from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set, dict_value
 
 ADMIN_USERNAME = "admin"
-DEMO_AGENT_NAME = "NetaClaw 演示助手"
+# One name for every language of the page (issue 16 item 9: a Chinese name in the English
+# UI); the demo agent of an earlier install, made with the old name, is renamed once.
+DEMO_AGENT_NAME = "NetaClaw Demo"
+LEGACY_DEMO_AGENT_NAME = "NetaClaw 演示助手"
 DEMO_SYSTEM_PROMPT = (
     "You are NetaClaw's demo agent, a careful software assistant. You can read and write "
     "files in this chat's workspace and keep a todo list. Answer in the user's language."
@@ -115,6 +118,11 @@ def bootstrap() -> BootstrapReport:
     first_channel = ModelChannel.objects.filter(enabled=True).order_by("id").first()
     agent = Agent.objects.filter(name=DEMO_AGENT_NAME).first()
     if agent is None:
+        agent = Agent.objects.filter(name=LEGACY_DEMO_AGENT_NAME).first()
+        if agent is not None:
+            agent.name = DEMO_AGENT_NAME
+            agent.save(update_fields=["name", "updated_at"])
+    if agent is None:
         agent = Agent.objects.create(
             name=DEMO_AGENT_NAME, system_prompt=DEMO_SYSTEM_PROMPT, model_channel=first_channel
         )
@@ -139,10 +147,11 @@ def bootstrap() -> BootstrapReport:
 
 CHANNEL_HELP = """\
 No model channel is configured yet, so the agent cannot answer. Add one either way:
-  * in the browser: Admin → Model channels → Add (provider anthropic / openai / deepseek,
-    or openai_compatible with a base URL such as http://127.0.0.1:11434/v1 for Ollama or
-    http://127.0.0.1:8000/v1 for vLLM), then pick it on the agent's page; tick
-    "usable as auxiliary model" so /compact can summarize with it;
+  * in the browser: Model channels → Add a model channel (provider anthropic / openai /
+    deepseek, or openai_compatible with a base URL such as http://127.0.0.1:11434/v1 for
+    Ollama or http://127.0.0.1:8000/v1 for vLLM); tick "usable as auxiliary model" (the
+    first channel so marked becomes the default auxiliary model, so /compact works), save,
+    press "Test connection", then pick the channel on the agent's page (Agents → Edit);
   * or restart with a key in the environment: ANTHROPIC_API_KEY, OPENAI_API_KEY or
     DEEPSEEK_API_KEY, or NETACLAW_OPENAI_COMPATIBLE_BASE_URL + NETACLAW_OPENAI_COMPATIBLE_MODEL.
 """

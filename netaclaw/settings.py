@@ -306,6 +306,9 @@ DAPHNE_WEBSOCKET_MAX_FRAME_SIZE = DAPHNE_WEBSOCKET_MAX_MESSAGE_SIZE
 NETACLAW: dict[str, Any] = {
     # Seconds a compaction lease is held before another process may take it over.
     "COMPACTION_LEASE_SECONDS": int(os.environ.get("NETACLAW_COMPACTION_LEASE_SECONDS", "45")),
+    # Prepare the next summary in the background from 10 points below an agent's threshold,
+    # so the turn that crosses it does not wait for the auxiliary model (compaction.background).
+    "BACKGROUND_COMPACTION": os.environ.get("NETACLAW_BACKGROUND_COMPACTION", "1") != "0",
     # Seconds the auxiliary model may take to answer one summary request.
     "AUXILIARY_TIMEOUT_SECONDS": float(os.environ.get("NETACLAW_AUXILIARY_TIMEOUT", "120")),
     # Per-session tool workspaces live below this folder.

@@ -19,6 +19,9 @@ Items: ``Reply`` (text, tool calls, usage, chunking, pacing), ``Empty``, ``Fail`
 (HTTP status), ``Hang`` (client timeouts), ``NonJSON``, ``Disconnect`` (dropped
 mid-answer), ``StreamError`` (an error event inside a 200 stream).
 
+``GET /v1/models`` (both wires) lists ``server.models``; it takes a script item too, so a
+``Fail`` or ``Hang`` makes a channel's connection test fail.
+
 Like the real API under ``anthropic-version: 2026-10-21``, the Anthropic endpoint
 answers 400 to ``temperature`` / ``top_p`` / ``top_k`` (the script is not consumed).
 
@@ -60,6 +63,7 @@ class Reply:
     ``stop`` overrides the finish reason, in OpenAI words (``"stop"``,
     ``"tool_calls"``, ``"length"``); it is translated for the Anthropic wire.
     ``send_usage=False`` omits usage from the stream (servers that never send it).
+    ``delay``: seconds before the answer starts, streamed or not (a slow model).
     """
 
     text: str = ""
@@ -70,6 +74,7 @@ class Reply:
     delay_per_chunk: float = 0.0
     stop: str | None = None
     send_usage: bool = True
+    delay: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
@@ -278,6 +283,7 @@ class ScriptedLLMServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._counter = 0
+        self.models: tuple[str, ...] = DEFAULT_MODELS  # what GET /v1/models lists
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -366,6 +372,7 @@ class ScriptedLLMServer:
             self._queue.clear()
             self._requests.clear()
             self.responder = echo_responder
+            self.models = DEFAULT_MODELS
         self._cancel.set()
         self._cancel = threading.Event()
 
@@ -414,6 +421,34 @@ class _HTTPServer(ThreadingHTTPServer):
 
 
 ROUTES: dict[str, Wire] = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
+MODELS_ROUTE = "/v1/models"  # both wires list their models here (GET)
+DEFAULT_MODELS: tuple[str, ...] = ("scripted-model",)
+
+
+def _models_page(wire: Wire, models: tuple[str, ...]) -> dict[str, Any]:
+    """One page of ``GET /v1/models`` as each provider shapes it."""
+    if wire == "anthropic":
+        return {
+            "data": [
+                {
+                    "type": "model",
+                    "id": name,
+                    "display_name": name,
+                    "created_at": "2025-01-01T00:00:00Z",
+                }
+                for name in models
+            ],
+            "has_more": False,
+            "first_id": models[0] if models else None,
+            "last_id": models[-1] if models else None,
+        }
+    return {
+        "object": "list",
+        "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "scripted"} for name in models
+        ],
+    }
+
 
 # API version 2026-10-21 (what anthropic SDK 2.x sends) answers 400 to sampling
 # parameters, even at their defaults; the server does too, whatever is scripted.
@@ -447,10 +482,30 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routing ------------------------------------------------------------
 
     def do_GET(self) -> None:
-        if self.path.split("?")[0] in ("/health", "/"):
+        path = self.path.split("?")[0]
+        if path in ("/health", "/"):
             self._send_json(200, {"status": "ok"})
+        elif path == MODELS_ROUTE:
+            self._list_models(path)
         else:
             self._send_json(404, {"error": {"message": f"No route {self.path}"}})
+
+    def _list_models(self, path: str) -> None:
+        """``GET /v1/models`` on either wire (told apart by the ``anthropic-version``
+        header): takes the next script item like any request; a ``Reply`` or ``Empty``
+        (or the responder's answer) lists ``server.models``, a failure item fails it."""
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        wire: Wire = "anthropic" if "anthropic-version" in headers else "openai"
+        record = RecordedRequest(
+            wire=wire, path=path, headers=headers, body={}, client_port=self.client_address[1]
+        )
+        scripted = self.server.scripted
+        action, number, cancel = scripted._record_and_pick(record)
+        self._cancel = cancel
+        if isinstance(action, Reply | Empty):
+            self._send_json(200, _models_page(wire, scripted.models), keep_alive=True)
+        else:
+            _Responder(self, wire, {}, number).respond(action)
 
     def do_POST(self) -> None:
         path = self.path.split("?")[0]
@@ -568,6 +623,8 @@ class _Responder:
     # -- items --------------------------------------------------------------
 
     def _reply(self, reply: Reply) -> None:
+        if self.h._sleep(reply.delay):
+            return  # the server stops
         input_tokens = (
             reply.input_tokens
             if reply.input_tokens is not None

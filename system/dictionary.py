@@ -23,6 +23,11 @@ def dict_set(*, type_key: str, name: str, value: str) -> DictInfo:
     return entry
 
 
+def dict_delete(*, type_key: str, name: str) -> None:
+    """Remove an entry (nothing happens when there is none)."""
+    DictInfo.objects.filter(type__key=type_key, name=name).delete()
+
+
 def _dict_type(key: str) -> DictType:
     dict_type, _ = DictType.objects.get_or_create(key=key, defaults={"name": key})
     return dict_type

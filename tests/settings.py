@@ -12,8 +12,19 @@ are created here, with this hasher.
 
 from __future__ import annotations
 
+import os
+
 from netaclaw.settings import *  # noqa: F403
 
 # PBKDF2 (Django's default) costs about half a second per password set or checked, by
 # design; the suite creates hundreds of users. MD5 is insecure and fit only for tests.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Background compaction (``compaction.background``) prepares summaries in a worker thread
+# whenever a chat passes its soft threshold; left on, it would take scripted replies that a
+# test queued for its own requests. Off here unless the environment turns it on (a live
+# server started for that); its tests turn it on with the ``settings`` fixture.
+NETACLAW = {
+    **NETACLAW,  # noqa: F405
+    "BACKGROUND_COMPACTION": os.environ.get("NETACLAW_BACKGROUND_COMPACTION", "0") != "0",
+}

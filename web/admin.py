@@ -6,10 +6,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
 from agents import configuration, services
-from agents.models import Agent, ChatSession, Message, ModelChannel
+from agents.auxiliary import default_auxiliary_settle
+from agents.models import Agent, ChatSession, CompactionRecord, Message, ModelChannel
 from compaction.service import CompactionService
 from system.models import DictInfo, DictType
 
@@ -73,6 +75,12 @@ class ModelChannelAdmin(admin.ModelAdmin):
     def key_set(self, obj: ModelChannel) -> bool:
         return obj.has_api_key
 
+    def save_model(self, request: Any, obj: ModelChannel, form: Any, change: bool) -> None:
+        """Saved as the pages and the API save: the default auxiliary model follows."""
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            default_auxiliary_settle(channel=obj)
+
 
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
@@ -83,9 +91,16 @@ class AgentAdmin(admin.ModelAdmin):
         "auxiliary_model_channel",
         "compaction_threshold_percent",
         "compaction_protect_first_n",
+        "compaction_mode",
         "search_history_enabled",
     ]
-    list_filter = ["compaction_strategy", "search_history_enabled", "model_channel"]
+    list_filter = [
+        "compaction_strategy",
+        "compaction_mode",
+        "search_history_enabled",
+        "compaction_notes",
+        "model_channel",
+    ]
     search_fields = ["name", "system_prompt"]
     raw_id_fields = ["owner"]
 
@@ -185,12 +200,52 @@ class MessageAdmin(admin.ModelAdmin):
         "is_compaction_summary",
         "compacted_at",
         "pruned_at",
+        "pinned",
         "token_estimate",
     ]
-    list_filter = ["role", "is_compaction_summary", ("compacted_at", admin.EmptyFieldListFilter)]
+    list_filter = [
+        "role",
+        "is_compaction_summary",
+        "pinned",
+        ("compacted_at", admin.EmptyFieldListFilter),
+    ]
     search_fields = ["content", "session__id"]
     raw_id_fields = ["session", "compacted_into"]
     list_select_related = ["session"]
+
+
+@admin.register(CompactionRecord)
+class CompactionRecordAdmin(admin.ModelAdmin):
+    """The audit of every compaction (issue 17 item 9): read-only, written by the service."""
+
+    list_display = [
+        "started_at",
+        "session",
+        "trigger",
+        "status",
+        "reason",
+        "tokens_before",
+        "tokens_after",
+        "removed_count",
+        "auxiliary_model",
+        "aux_input_tokens",
+        "aux_output_tokens",
+        "request_count",
+        "duration_ms",
+    ]
+    list_filter = ["trigger", "status", "reason"]
+    search_fields = ["session__id", "session__title", "reason", "auxiliary_model"]
+    list_select_related = ["session"]
+    date_hierarchy = "started_at"
+
+    def get_readonly_fields(self, request: Any, obj: Any = None) -> list[str]:
+        return [f.name for f in CompactionRecord._meta.fields]
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
 
 
 class DictInfoInline(admin.TabularInline):

@@ -25,6 +25,7 @@ from urllib.parse import urlencode
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
@@ -49,12 +50,14 @@ from agents.access import (
     session_for_user,
     sessions_for_user,
 )
+from agents.auxiliary import default_auxiliary_set
 from agents.broadcast import apublish
+from agents.channel_check import channel_test
 from agents.history_pages import MessageNotFound, history_page, message_for_session
 from agents.message_format import message_to_json
 from agents.models import Agent, ChatSession, ModelChannel
 from agents.selectors import HISTORY_VIEWS, HistoryView
-from agents.services import session_create
+from agents.services import session_create, session_delete, session_rename
 from chat.turn import read_token_update
 from compaction import service as compaction
 from system import dictionary
@@ -72,6 +75,7 @@ from web.serializers import (
     ModelChannelSerializer,
     SessionCreateSerializer,
     SessionSerializer,
+    SessionUpdateSerializer,
 )
 
 SESSION_ID = OpenApiParameter(
@@ -161,6 +165,23 @@ class SessionDetailView(ApiView):
     @extend_schema(parameters=[SESSION_ID], responses=SessionSerializer)
     def get(self, request: Request, session_id: str) -> Response:
         return Response(SessionSerializer(_own_session(request, session_id)).data)
+
+    @extend_schema(
+        parameters=[SESSION_ID], request=SessionUpdateSerializer, responses=SessionSerializer
+    )
+    def patch(self, request: Request, session_id: str) -> Response:
+        """Rename the chat; the owner's open pages follow (``session_updated``)."""
+        session = _own_session(request, session_id)
+        body = SessionUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        session = session_rename(session=session, title=body.validated_data["title"])
+        return Response(SessionSerializer(session).data)
+
+    @extend_schema(parameters=[SESSION_ID], responses={204: None})
+    def delete(self, request: Request, session_id: str) -> Response:
+        """Delete the chat with its messages and its workspace (``session_deleted``)."""
+        session_delete(session=_own_session(request, session_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 MESSAGES_DEFAULT_LIMIT = 100
@@ -359,6 +380,7 @@ _STATUS_MEANING_DOC = " ".join(
 class CompactRequest:
     session_id: str
     instructions: str | None
+    up_to: int | None = None  # issue 17 item 8: compact what comes before that message
 
 
 def _error_reason_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -430,7 +452,8 @@ class SessionCompactGate(ApiView):
         session = _own_session(request, session_id)
         body = CompactRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return CompactRequest(str(session.pk), body.validated_data["instructions"])
+        data = body.validated_data
+        return CompactRequest(str(session.pk), data["instructions"], data["upTo"])
 
     def respond(self, response: Response) -> Response:
         response = self.finalize_response(self.request, response)
@@ -446,6 +469,7 @@ def _outcome_response(outcome: Any) -> Response:
                 "summary_message_id": outcome.summary_message_id,
                 "tokens_before": outcome.tokens_before,
                 "tokens_after": outcome.tokens_after,
+                "compaction_id": outcome.record_id,
             }
         )
     if outcome.status == "skipped":
@@ -469,7 +493,11 @@ async def session_compact(request: HttpRequest, session_id: str) -> HttpResponse
     if isinstance(checked, HttpResponse):
         return checked
     outcome = await compaction.acompact(
-        checked.session_id, reason="manual", instructions=checked.instructions
+        checked.session_id,
+        reason="manual",
+        instructions=checked.instructions,
+        trigger="api",
+        up_to=checked.up_to,
     )
     await apublish(checked.session_id, await read_token_update(checked.session_id))
     return gate.respond(_outcome_response(outcome))
@@ -557,6 +585,55 @@ class ModelChannelDetailView(StaffApiView):
         body = ModelChannelSerializer(channel, data=request.data, partial=True)
         body.is_valid(raise_exception=True)
         channel = configuration.channel_update(channel=channel, **body.validated_data)
+        return Response(ModelChannelSerializer(channel).data)
+
+
+class ModelChannelTestView(StaffApiView):
+    """The channel page's connection test: the server's model list, in plain words."""
+
+    @extend_schema(
+        request=None,
+        responses=inline_serializer(
+            "ChannelTestResult",
+            {
+                "outcome": serializers.ChoiceField(choices=["ok", "no_listing", "failed"]),
+                "models": serializers.ListField(child=serializers.CharField()),
+                "model_listed": serializers.BooleanField(),
+                "reason": serializers.CharField(allow_null=True),
+                "status": serializers.IntegerField(allow_null=True),
+                "error": serializers.CharField(allow_null=True),
+            },
+        ),
+        description="Lists the server's models (GET /v1/models through the provider's SDK, "
+        "10 s, no retry) with the saved settings and key. outcome no_listing: the server "
+        "answered 404/405 there (a wrong base URL, or no model list); failed: reason, the "
+        "provider's HTTP status and error in plain words.",
+    )
+    def post(self, request: Request, channel_id: int) -> Response:
+        result = channel_test(channel=_channel(channel_id))
+        failure = result.failure
+        return Response(
+            {
+                "outcome": result.outcome,
+                "models": list(result.models),
+                "model_listed": result.model_listed,
+                "reason": failure.reason if failure else None,
+                "status": int(failure.status) if failure and failure.status else result.status,
+                "error": failure.user_text() if failure else None,
+            }
+        )
+
+
+class ModelChannelDefaultAuxiliaryView(StaffApiView):
+    """Make the channel the system default auxiliary model (marking it auxiliary)."""
+
+    @extend_schema(request=None, responses={200: ModelChannelSerializer, 400: OpenApiTypes.OBJECT})
+    def post(self, request: Request, channel_id: int) -> Response:
+        channel = _channel(channel_id)
+        try:
+            default_auxiliary_set(channel=channel)
+        except DjangoValidationError as exc:
+            raise exceptions.ValidationError({"enabled": exc.messages}) from None
         return Response(ModelChannelSerializer(channel).data)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from web import api
+from web import api, api_compactions, api_context
 
 app_name = "api"
 
@@ -19,10 +19,30 @@ urlpatterns = [
     ),
     path(
         "sessions/<str:session_id>/messages/<int:message_id>/",
-        api.SessionMessageDetailView.as_view(),
+        api_compactions.SessionMessageView.as_view(),  # GET, and PATCH (issue 17)
         name="session-message",
     ),
     path("sessions/<str:session_id>/compact/", api.session_compact, name="session-compact"),
+    path(
+        "sessions/<str:session_id>/context/",
+        api_context.SessionContextView.as_view(),
+        name="session-context",
+    ),
+    path(
+        "sessions/<str:session_id>/compactions/",
+        api_compactions.SessionCompactionsView.as_view(),
+        name="session-compactions",
+    ),
+    path(
+        "sessions/<str:session_id>/compactions/<int:record_id>/",
+        api_compactions.SessionCompactionDetailView.as_view(),
+        name="session-compaction",
+    ),
+    path(
+        "sessions/<str:session_id>/compactions/<int:record_id>/undo/",
+        api_compactions.SessionCompactionUndoView.as_view(),
+        name="session-compaction-undo",
+    ),
     path("agents/", api.AgentListView.as_view(), name="agent-list"),
     path("agents/<int:agent_id>/", api.AgentDetailView.as_view(), name="agent-detail"),
     path("model-channels/", api.ModelChannelListView.as_view(), name="channel-list"),
@@ -30,6 +50,16 @@ urlpatterns = [
         "model-channels/<int:channel_id>/",
         api.ModelChannelDetailView.as_view(),
         name="channel-detail",
+    ),
+    path(
+        "model-channels/<int:channel_id>/test/",
+        api.ModelChannelTestView.as_view(),
+        name="channel-test",
+    ),
+    path(
+        "model-channels/<int:channel_id>/default-auxiliary/",
+        api.ModelChannelDefaultAuxiliaryView.as_view(),
+        name="channel-default-auxiliary",
     ),
     path("dict-info/", api.DictInfoListView.as_view(), name="dict-list"),
     path("dict-info/<int:entry_id>/", api.DictInfoDetailView.as_view(), name="dict-detail"),

@@ -17,17 +17,21 @@ from agents.models import (
     THRESHOLD_PERCENT_MAX,
     THRESHOLD_PERCENT_MIN,
     Agent,
+    CompactionMode,
     CompactionStrategy,
     ModelChannel,
     Provider,
 )
 from agents.validation import (
+    COMPACTION_INSTRUCTIONS_MAX_CHARS,
+    COMPACTION_TOKEN_CAP_MIN,
     CONTEXT_WINDOW_MIN,
     THRESHOLD_PERCENT_STEP,
     validate_base_url,
     validate_context_window,
     validate_protect_first_n,
     validate_threshold_percent,
+    validate_token_cap,
 )
 
 _THRESHOLD = {
@@ -131,6 +135,41 @@ class AgentForm(forms.Form):
             "(the search_history and read_history_message tools)."
         ),
     )
+    compaction_notes = forms.BooleanField(
+        label=_("Notes before compaction"),
+        required=False,
+        help_text=_(
+            "Before an automatic compaction the agent writes notes for itself (saved to "
+            "NOTES.md in its workspace); they stay verbatim after the summary."
+        ),
+    )
+    # issue 17 (CONTRACT §7): when automatic compaction runs, what it keeps, and a cap
+    compaction_mode = forms.ChoiceField(
+        label=_("Automatic compaction"),
+        choices=CompactionMode.choices,
+        initial=CompactionMode.AUTO,
+        required=False,
+        help_text=_(
+            "Ask: at the threshold the chat asks before compacting. Off: only /compact compacts."
+        ),
+    )
+    compaction_instructions = forms.CharField(
+        label=_("Compaction instructions"),
+        required=False,
+        max_length=COMPACTION_INSTRUCTIONS_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("What every summary should keep or focus on; /compact <focus> adds to them."),
+    )
+    compaction_token_cap = forms.IntegerField(
+        label=_("Compact at most at (tokens)"),
+        required=False,
+        min_value=COMPACTION_TOKEN_CAP_MIN,
+        validators=[validate_token_cap],
+        help_text=_(
+            "Compact when the context reaches this many tokens, if that comes before the "
+            "threshold (e.g. 200000 for a 1M-token model). Blank: the threshold only."
+        ),
+    )
     threshold_default = THRESHOLD_PERCENT_DEFAULT
 
     # One clear message per field, whatever rule is broken: the rules the API and the model
@@ -145,11 +184,32 @@ class AgentForm(forms.Form):
         validate_protect_first_n(value)
         return value
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        can_share: bool = False,
+        default_auxiliary: ModelChannel | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """``can_share``: staff, who may share an agent with every user (the ``shared``
+        field); ``default_auxiliary``: the system default, named in the inherit choice."""
         super().__init__(*args, **kwargs)
         enabled = ModelChannel.objects.filter(enabled=True)
         self.fields["model_channel"].queryset = enabled  # type: ignore[attr-defined]
         self.fields["auxiliary_model_channel"].queryset = enabled.filter(is_auxiliary=True)  # type: ignore[attr-defined]
+        if default_auxiliary is not None and default_auxiliary.enabled:
+            self.fields["auxiliary_model_channel"].empty_label = format_lazy(  # type: ignore[attr-defined]
+                _("Inherit the system default: {name}"), name=str(default_auxiliary)
+            )
+        if can_share:
+            self.fields["shared"] = forms.BooleanField(
+                label=_("Shared with every user"),
+                required=False,
+                help_text=_(
+                    "Every user may chat with a shared agent; only staff may change it. "
+                    "Unticked, the agent is yours alone."
+                ),
+            )
 
     @classmethod
     def initial_for(cls, agent: Agent) -> dict[str, Any]:
@@ -163,6 +223,11 @@ class AgentForm(forms.Form):
             "compaction_protect_first_n": agent.compaction_protect_first_n,
             "compaction_reground": agent.compaction_reground,
             "search_history_enabled": agent.search_history_enabled,
+            "compaction_notes": agent.compaction_notes,
+            "compaction_mode": agent.compaction_mode,
+            "compaction_instructions": agent.compaction_instructions,
+            "compaction_token_cap": agent.compaction_token_cap,
+            "shared": agent.owner_id is None,
         }
 
     def settings(self) -> dict[str, Any]:
@@ -174,6 +239,8 @@ class AgentForm(forms.Form):
             data["compaction_threshold_percent"] = THRESHOLD_PERCENT_DEFAULT
         if data.get("compaction_protect_first_n") is None:
             data["compaction_protect_first_n"] = PROTECT_FIRST_N_DEFAULT
+        if not data.get("compaction_mode"):
+            data["compaction_mode"] = CompactionMode.AUTO
         return data
 
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from agents.events import MeterReading
+from agents.models import ModelChannel
 from agents.reasons import TurnFailure, user_text
 from agents.services import SYSTEM_TYPE_COMPACTION, SYSTEM_TYPE_TURN
 from compaction.trigger import pause_label
@@ -309,3 +310,33 @@ class MeterView:
     @property
     def percent_display(self) -> str:
         return f"{self.percent:.0f}"
+
+    @property
+    def over_window(self) -> bool:
+        """The context is larger than the model's window: the next request will most likely
+        be refused (automatic compaction paused, or a message too large to compact)."""
+        return self.max > 0 and self.used > self.max
+
+
+def channel_label(channel: ModelChannel | None) -> str:
+    """A model as the page names what it waits for: "model (channel)"."""
+    if channel is None:
+        return ""
+    return f"{channel.model} ({channel.name})" if channel.name else channel.model
+
+
+@dataclass(frozen=True, slots=True)
+class AgentName:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatListEntry:
+    """A chat of the chat list as a socket event announces it: the fields of a
+    ``ChatSession`` that ``chat/partials/session_item.html`` reads."""
+
+    pk: str
+    title: str
+    agent: AgentName
+    updated_at: datetime | None = None
+    compaction_count: int = 0

@@ -28,11 +28,14 @@ from agents.models import (
     ModelChannel,
     Provider,
 )
+from agents.services import TITLE_MAX_CHARS
 from agents.validation import (
     validate_base_url,
     validate_context_window,
     validate_threshold_step,
+    validate_token_cap,
 )
+from compaction.controls import SUMMARY_MAX_CHARS
 from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY
 from system.models import DictInfo
 
@@ -86,6 +89,12 @@ class SessionCreateSerializer(serializers.Serializer):
             ) from exc
 
 
+class SessionUpdateSerializer(serializers.Serializer):
+    """``PATCH /api/sessions/<id>/`` ``{"title"}``: a new, non-blank title."""
+
+    title = serializers.CharField(max_length=TITLE_MAX_CHARS, allow_blank=False)
+
+
 # --- compaction -----------------------------------------------------------------------
 
 
@@ -99,6 +108,14 @@ class CompactRequestSerializer(serializers.Serializer):
         help_text=_("Optional focus for the summary, at most 2000 characters."),
     )
 
+    upTo = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=None,
+        min_value=1,
+        help_text=_("A message id: compact only what comes before that message."),
+    )
+
     def validate_instructions(self, value: str | None) -> str | None:
         return value or None
 
@@ -110,6 +127,7 @@ class CompactResultSerializer(serializers.Serializer):
     summary_message_id = serializers.IntegerField(allow_null=True)
     tokens_before = serializers.IntegerField()
     tokens_after = serializers.IntegerField()
+    compaction_id = serializers.IntegerField(allow_null=True)
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -131,6 +149,7 @@ class MessageSerializer(serializers.Serializer):
     compacted_into = serializers.IntegerField(allow_null=True)
     is_compaction_summary = serializers.BooleanField()
     pruned = serializers.BooleanField()
+    pinned = serializers.BooleanField()
     metadata = serializers.DictField()
     tool_calls = serializers.ListField(child=serializers.DictField(), required=False)
     tool_call_id = serializers.CharField(required=False)
@@ -201,10 +220,16 @@ class AgentSerializer(serializers.ModelSerializer):
             "compaction_protect_first_n",
             "compaction_reground",
             "search_history_enabled",
+            "compaction_notes",
+            "compaction_mode",
+            "compaction_instructions",
+            "compaction_token_cap",
             "created_at",
             "updated_at",
         ]
         read_only_fields = ["id", "owner", "created_at", "updated_at"]
+        # issue 17 (CONTRACT §7): the model's rules, as the agent page and the admin apply them
+        extra_kwargs = {"compaction_token_cap": {"validators": [validate_token_cap]}}
 
     def validate_auxiliary_model_channel(self, value: ModelChannel | None) -> ModelChannel | None:
         if value is not None and not value.is_auxiliary:
@@ -326,3 +351,68 @@ def _check_auxiliary_channel_id(value: str) -> None:
                 ]
             }
         )
+
+
+# --- compaction control (issue 17; CONTRACT §7) ----------------------------------------
+
+
+class CompactionRecordSerializer(serializers.Serializer):
+    """One compaction's audit record (documentation only: ``compaction.records.record_json``
+    builds it); the detail adds ``instructions``, ``upTo``, ``undoneAt``, ``edits`` and
+    ``dropped``."""
+
+    id = serializers.IntegerField()
+    summaryMessageId = serializers.IntegerField(allow_null=True)
+    trigger = serializers.ChoiceField(choices=["auto", "manual", "api", "command"])
+    status = serializers.ChoiceField(choices=["done", "failed", "cancelled", "skipped", "undone"])
+    reason = serializers.CharField(allow_null=True)
+    tokensBefore = serializers.IntegerField()
+    tokensAfter = serializers.IntegerField()
+    removedCount = serializers.IntegerField()
+    auxiliaryChannel = serializers.CharField(allow_null=True)
+    auxiliaryModel = serializers.CharField(allow_null=True)
+    auxInputTokens = serializers.IntegerField(allow_null=True)
+    auxOutputTokens = serializers.IntegerField(allow_null=True)
+    requestCount = serializers.IntegerField()
+    durationMs = serializers.IntegerField()
+    startedAt = serializers.DateTimeField()
+
+
+class DroppedFactSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["number", "path", "url", "identifier"])
+    messageId = serializers.IntegerField(allow_null=True)
+
+
+class CompactionRecordDetailSerializer(CompactionRecordSerializer):
+    instructions = serializers.CharField()
+    upTo = serializers.IntegerField(allow_null=True)
+    undoneAt = serializers.DateTimeField(allow_null=True)
+    edits = serializers.ListField(child=serializers.DictField())
+    dropped = DroppedFactSerializer(many=True)
+
+
+class UndoResultSerializer(serializers.Serializer):
+    restoredCount = serializers.IntegerField()
+
+
+class MessagePatchSerializer(serializers.Serializer):
+    """``{"pinned": bool}`` for any message, ``{"content": str}`` for a summary."""
+
+    pinned = serializers.BooleanField(required=False)
+    content = serializers.CharField(
+        required=False,
+        allow_blank=False,
+        max_length=SUMMARY_MAX_CHARS,
+        trim_whitespace=False,
+        help_text=_("Only a compaction summary's content can be edited"),
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError(_("Send 'pinned' or 'content'."))
+        if "\x00" in attrs.get("content", ""):
+            raise serializers.ValidationError(
+                {"content": [_("The text contains a NUL character, which cannot be stored.")]}
+            )
+        return attrs

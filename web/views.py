@@ -7,11 +7,13 @@ import uuid
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
@@ -24,14 +26,22 @@ from agents.history_pages import (
     summary_for_session,
 )
 from agents.message_format import message_to_json
-from agents.meter import meter_read
-from agents.models import Agent, ChatSession
-from agents.selectors import HistoryView, queued_messages, turn_lease_expiry
-from agents.services import session_create
+from agents.meter import VisibleTokens, meter_read
+from agents.models import Agent, ChatSession, ModelChannel
+from agents.selectors import (
+    HistoryView,
+    last_user_message_at,
+    queued_messages,
+    turn_lease_expiry,
+)
+from agents.services import session_delete as session_delete_service
+from agents.services import session_rename as session_rename_service
 from chat.control import TURN, holder_kind
+from compaction.auxiliary import AuxiliaryError, resolve_channel
 from compaction.core.prompts import summary_body
+from web.chat_forms import RenameChatForm
 from web.forms import NewChatForm
-from web.presentation import MeterView, message_view
+from web.presentation import MeterView, channel_label, message_view
 
 SIDEBAR_SIZE = 50
 
@@ -102,24 +112,72 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, "chat/session_list.html", context)
 
 
-@require_POST
+def _new_chat_agent(
+    request: HtmxHttpRequest, params: QueryDict, listed: list[Agent]
+) -> Agent | None:
+    """The agent a new chat talks to: the one of ``from_session`` (404 for a chat not the
+    user's), the chosen ``agent``, or — asked for none — the first of ``listed`` (the
+    sidebar's, those that can answer first)."""
+    if params.get("from_session"):
+        return _own_session(request, params["from_session"]).agent
+    if "agent" not in params:
+        return listed[0] if listed else None
+    form = NewChatForm(params, agents=agents_for_user(user=request.user))
+    return form.cleaned_data["agent"] if form.is_valid() else None
+
+
+def _auxiliary_channel(agent: Agent) -> ModelChannel | None:
+    """The model a compaction of this agent's chats would summarize with, if any."""
+    try:
+        return resolve_channel(agent)
+    except AuxiliaryError:
+        return None
+
+
+def _chat_context(request: HtmxHttpRequest, agent: Agent) -> dict[str, Any]:
+    """What the chat page shows of its agent, saved chat or not."""
+    channel = agent.model_channel
+    return {
+        "agent": agent,
+        "channel_missing": _channel_missing(agent),
+        "can_edit_agent": agent_editable(user=request.user, agent=agent),
+        "current_agent_id": agent.pk,
+        "waiting_model": channel_label(channel),
+        "waiting_auxiliary": channel_label(_auxiliary_channel(agent)),
+    }
+
+
+@require_http_methods(["GET", "POST"])
 def session_new(request: HtmxHttpRequest) -> HttpResponse:
-    """Create a chat with the chosen agent (or the agent of ``from_session``) and open it."""
-    agent: Agent | None = None
-    if request.POST.get("from_session"):
-        agent = _own_session(request, request.POST["from_session"]).agent
-    else:
-        form = NewChatForm(request.POST, agents=agents_for_user(user=request.user))
-        if form.is_valid():
-            agent = form.cleaned_data["agent"]
-        else:
-            messages.error(request, _("Choose one of your agents to start a chat."))
-            return redirect("chat:index")
-    session = session_create(owner=request.user, agent=agent)
-    url = reverse("chat:session", args=[session.pk])
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    return redirect(url)
+    """A new chat with the chosen agent (or the agent of ``from_session``): a page for a
+    chat that is not stored yet. Its first message starts it (the socket's ``chat`` frame
+    with ``agent``, ``chat.turn.accept_new_chat``), so New chat never leaves an empty chat
+    behind. A POST (older pages) only sends the browser to that page."""
+    params = request.POST if request.method == "POST" else request.GET
+    context = _sidebar(request)
+    agent = _new_chat_agent(request, params, context["agents"])
+    if agent is None:
+        messages.error(request, _("Choose one of your agents to start a chat."))
+        return redirect("chat:index")
+    if request.method == "POST":
+        url = f"{reverse('chat:new')}?agent={agent.pk}"
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    context.update(_chat_context(request, agent))
+    unsaved = ChatSession(agent=agent)  # the meter of a chat with nothing in it yet
+    context.update(
+        {
+            "session": None,
+            "page_messages": [],
+            "has_earlier": False,
+            "view": "compacted",
+            "meter": MeterView(meter_read(session=unsaved, visible=VisibleTokens(0, 0, 0))),
+            "busy": False,
+            "queued_messages": [],
+            "current_session_id": "",
+            "ws_url": "/ws/chat/html/",
+        }
+    )
+    return render(request, "chat/session.html", context)
 
 
 @require_GET
@@ -129,24 +187,71 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
     agent = session.agent
     context = _sidebar(request)
     context.update(_page_context(session, view, None))
+    context.update(_chat_context(request, agent))
+    busy = _turn_running(session)
     context.update(
         {
             "session": session,
-            "agent": agent,
             "meter": MeterView(meter_read(session=session)),
             # a turn runs (Stop is shown); messages sent meanwhile wait as chips under it
-            "busy": _turn_running(session),
+            "busy": busy,
+            "busy_seconds": _turn_seconds(session) if busy else 0,
             "queued_messages": [
                 message_view(message_to_json(m)) for m in queued_messages(session=session)
             ],
-            "channel_missing": _channel_missing(agent),
-            "can_edit_agent": agent_editable(user=request.user, agent=agent),
             "current_session_id": str(session.pk),
-            "current_agent_id": agent.pk,
             "ws_url": f"/ws/chat/html/?session={session.pk}",
         }
     )
     return render(request, "chat/session.html", context)
+
+
+def _turn_seconds(session: ChatSession) -> int:
+    """How long the running turn has waited so far: since the newest user message."""
+    started = last_user_message_at(session=session)
+    return max(0, int((timezone.now() - started).total_seconds())) if started else 0
+
+
+def _back_to(request: HttpRequest, fallback: str, *, not_to: str = "") -> str:
+    """The page a form came from (``next``, same site only), else ``fallback``."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    safe = url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    if not safe or (not_to and target.split("?")[0] == not_to):
+        return fallback
+    return target
+
+
+@require_http_methods(["GET", "POST"])
+def session_rename(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Rename a chat: the page's dialog posts here; without script, a small form page."""
+    session = _own_session(request, session_id)
+    form = RenameChatForm(request.POST or None, initial={"title": session.title})
+    if request.method == "POST" and form.is_valid():
+        session_rename_service(session=session, title=form.cleaned_data["title"])
+        return redirect(_back_to(request, reverse("chat:session", args=[session.pk])))
+    back = _back_to(request, "")
+    cancel = back or reverse("chat:session", args=[session.pk])
+    context = {"session": session, "form": form, "next": back, "cancel_url": cancel}
+    return render(request, "chat/session_rename.html", context, status=400 if form.errors else 200)
+
+
+@require_http_methods(["GET", "POST"])
+def session_delete(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
+    """Delete a chat with its messages and workspace, after a confirmation (the page's
+    dialog, or this view's page without script)."""
+    session = _own_session(request, session_id)
+    if request.method == "POST":
+        own_page = reverse("chat:session", args=[session.pk])
+        title = session.title or _("New chat")
+        session_delete_service(session=session)
+        messages.success(request, _("Deleted the chat “%(title)s”.") % {"title": title})
+        return redirect(_back_to(request, reverse("chat:index"), not_to=own_page))
+    back = _back_to(request, "")
+    cancel = back or reverse("chat:session", args=[session.pk])
+    context = {"session": session, "next": back, "cancel_url": cancel}
+    return render(request, "chat/session_delete.html", context)
 
 
 @require_GET

@@ -29,6 +29,7 @@ from compaction.core.compressor import (
     NO_GAIN,
     NOTHING_TO_COMPACT,
     OVERSIZED_MESSAGE,
+    PINS_TOO_LONG,
     PRUNED_ONLY,
     SYSTEM_PROMPT_TOO_LONG,
     TAIL_TOO_LONG,
@@ -38,14 +39,16 @@ from compaction.core.compressor import (
     compress,
     plan,
 )
+from compaction.core.dropped import DroppedFact, context_text, dropped_facts
 from compaction.core.index import IndexEntry
 from compaction.core.language import detect_language, language_name
+from compaction.core.pins import pinned_indexes
 from compaction.core.policy import CompactionPolicy
 from compaction.core.prompts import SUMMARY_PREFIX, summary_body
 from compaction.core.pruning import PRUNED_TOOL_PLACEHOLDER
 from compaction.core.regrounding import REGROUND_DEPTH, next_chain_depth, should_reground
 from compaction.core.summarizing import Summarize, SummaryRequest
-from compaction.core.tokens import estimate_messages, estimate_tokens
+from compaction.core.tokens import estimate_each, estimate_messages, estimate_tokens
 from compaction.core.types import Message, ToolCall
 
 __all__ = [
@@ -57,6 +60,7 @@ __all__ = [
     "NO_GAIN",
     "ORPHAN_CALL_PLACEHOLDER",
     "OVERSIZED_MESSAGE",
+    "PINS_TOO_LONG",
     "PRUNED_ONLY",
     "PRUNED_TOOL_PLACEHOLDER",
     "REGROUND_DEPTH",
@@ -75,6 +79,7 @@ __all__ = [
     "CompactionPlan",
     "CompactionPolicy",
     "CompactionResult",
+    "DroppedFact",
     "IndexEntry",
     "Message",
     "Span",
@@ -85,13 +90,17 @@ __all__ = [
     "SummaryTooShort",
     "ToolCall",
     "compress",
+    "context_text",
     "detect_language",
+    "dropped_facts",
+    "estimate_each",
     "estimate_messages",
     "estimate_tokens",
     "find_span",
     "is_well_paired",
     "language_name",
     "next_chain_depth",
+    "pinned_indexes",
     "plan",
     "repair_tool_pairing",
     "should_reground",

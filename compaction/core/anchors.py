@@ -63,15 +63,17 @@ def select_anchors(
     *,
     chars_per_token: int,
     language: str,
+    estimates: Sequence[int] | None = None,
 ) -> Anchors:
-    """Anchors among ``candidates`` (indexes of user messages, in order) within ``budget``."""
+    """Anchors among ``candidates`` (indexes of user messages, in order) within ``budget``
+    (``estimates``: each message's estimate, when the caller has them)."""
     kept: list[int] = []
     remaining = budget
     for i in reversed(candidates):
         m = messages[i]
         if not m.content.strip():
             continue
-        cost = estimate_tokens(m, chars_per_token)
+        cost = estimates[i] if estimates else estimate_tokens(m, chars_per_token)
         if cost <= remaining:
             kept.append(i)
             remaining -= cost

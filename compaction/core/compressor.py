@@ -7,11 +7,13 @@ result always ends strictly under T:
 1. The head (``protect_first_n`` messages and the tool results of their calls) and the
    tail (the newest messages within the tail budget, at least ``min_tail_messages``)
    stay verbatim, never pruned; earlier summaries found in them are folded, not kept.
-2. What is left, ``free = T − 1 − head − tail − framing``, must hold at least the
+   Pinned messages of the middle (``pins``: with their tool groups) stay verbatim too,
+   right after the summary.
+2. What is left, ``free = T − 1 − head − tail − pins − framing``, must hold at least the
    summary floor (``summary_floor_tokens``). If it does not, the tail gives up its oldest
    tool groups (down to its last group); if it still does not, the compaction fails with
-   ``head_too_long`` / ``tail_too_long`` (or ``oversized_message`` when one message alone
-   is over T) and nothing changes.
+   ``head_too_long`` / ``tail_too_long`` / ``pins_too_long`` (or ``oversized_message``
+   when one message alone is over T) and nothing changes.
 3. The summary budget is the seed's ``max(2000, min(20% of the middle, 12000))``, capped
    by what the auxiliary model can carry (``policy.summary_cap``) and by ``free`` less the
    anchors (the user's recent words, ``min(20,000, 10% of T)``) and the mechanical index
@@ -20,15 +22,23 @@ result always ends strictly under T:
    then the index. A summary that does not fit ``free`` on its own is asked for again,
    shorter, once.
 
-The summarizer reads the originals of the middle (never the pruned placeholders), every
-earlier summary (or, when re-grounding, the originals they stand for), and the orphan
-tool results phase 4 drops. Pruning (phase 1) only serves a ``pruned_only`` outcome: the
-main model's context when pruning alone is enough, or when a forced compaction would not
-save more than pruning does.
+The summarizer reads the originals of the middle (never the pruned placeholders; not the
+pins, which stay), every earlier summary (or, when re-grounding, the originals they
+stand for), and the orphan tool results phase 4 drops. Pruning (phase 1) only serves a
+``pruned_only`` outcome: the main model's context when pruning alone is enough, or when
+a forced compaction would not save more than pruning does.
+
+Speed (issue 13: ``compress`` within 15× one pass of the token estimate, BENCHMARKS.md):
+each message is estimated once and the figure reused; the other passes over the whole
+conversation are comprehensions, slices, bisections or C-level builtins, and the compacted
+context is assembled from the few messages that stay. What takes a Python step per
+summarized message is what has to: serializing it for the requests, the index's scan of
+the tool calls, and listing its id.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +54,7 @@ from compaction.core.boundaries import (
 from compaction.core.checks import SUMMARY_OVER_BUDGET, SummaryRejected, SummaryTooShort
 from compaction.core.index import IndexEntry, build_index, parse_index, render_index
 from compaction.core.language import Language, detect_language
+from compaction.core.pins import pinned_indexes
 from compaction.core.policy import CompactionPolicy
 from compaction.core.prompts import build_summary_message, summary_body, summary_content
 from compaction.core.pruning import (
@@ -60,7 +71,7 @@ from compaction.core.summarizing import (
     plan_requests,
     run_requests,
 )
-from compaction.core.tokens import estimate_tokens
+from compaction.core.tokens import estimate_each, estimate_tokens
 from compaction.core.types import Message
 
 COMPACTED = "compacted"
@@ -72,6 +83,7 @@ SYSTEM_PROMPT_TOO_LONG = "system_prompt_too_long"
 NO_GAIN = "no_gain"
 HEAD_TOO_LONG = "head_too_long"
 TAIL_TOO_LONG = "tail_too_long"
+PINS_TOO_LONG = "pins_too_long"
 CHANGED_STATUSES = frozenset({COMPACTED, PRUNED_ONLY})
 # history unchanged, and the user is told why (UNDER_THRESHOLD is a skip, not a failure)
 FAILURE_STATUSES = frozenset(
@@ -82,6 +94,7 @@ FAILURE_STATUSES = frozenset(
         NO_GAIN,
         HEAD_TOO_LONG,
         TAIL_TOO_LONG,
+        PINS_TOO_LONG,
     }
 )
 
@@ -93,6 +106,7 @@ __all__ = [
     "NOTHING_TO_COMPACT",
     "NO_GAIN",
     "OVERSIZED_MESSAGE",
+    "PINS_TOO_LONG",
     "PRUNED_ONLY",
     "SYSTEM_PROMPT_TOO_LONG",
     "TAIL_TOO_LONG",
@@ -126,7 +140,9 @@ class CompactionPlan:
     head_tokens: int = 0
     tail_tokens: int = 0
     framing_tokens: int = 0
-    free_tokens: int = 0  # T − 1 − head − tail − framing: summary + anchors + index
+    free_tokens: int = 0  # T − 1 − head − tail − pins − framing: summary + anchors + index
+    pin_tokens: int = 0
+    pinned_indexes: tuple[int, ...] = ()  # pins of the middle (and their tool groups)
     removed_indexes: tuple[int, ...] = ()  # what leaves the context (before anchors)
     folded_indexes: tuple[int, ...] = ()  # earlier summaries folded into the new one
     anchor_candidates: tuple[int, ...] = ()  # user messages of the middle, in order
@@ -136,6 +152,7 @@ class CompactionPlan:
     index_budget: int = 0  # the tokens index_text adds to the summary message
     regrounded: bool = False
     requests: RequestPlan | None = field(default=None, repr=False)
+    estimates: tuple[int, ...] = field(default=(), repr=False)  # each message's, once
 
     @property
     def chunks(self) -> tuple[str, ...]:
@@ -160,6 +177,7 @@ class CompactionPlan:
         return (
             self.head_tokens
             + self.tail_tokens
+            + self.pin_tokens
             + self.framing_tokens
             + self.summary_budget
             + anchors
@@ -185,6 +203,7 @@ class CompactionResult:
     oversized_id: int | None = None
     detail: str | None = None
     anchored_ids: tuple[int, ...] = ()  # user messages of the span kept verbatim
+    pinned_ids: tuple[int, ...] = ()  # pinned messages of the span (with their tool groups)
     folded_summary_ids: tuple[int, ...] = ()  # earlier summaries folded into this one
     regrounded: bool = False
     index_entries: tuple[IndexEntry, ...] = ()
@@ -233,6 +252,20 @@ def _next_group_start(messages: Sequence[Message], index: int) -> int:
     while i < len(messages) and messages[i].role == "tool":
         i += 1
     return i
+
+
+def _positions(values: Sequence[str], value: str) -> list[int]:
+    """Where ``value`` occurs in ``values``: ``index`` scans a list in C, so a value that
+    occurs a few times (the system prompt's role) costs a call per occurrence, not a
+    Python step per message."""
+    found: list[int] = []
+    at = -1
+    while True:
+        try:
+            at = values.index(value, at + 1)
+        except ValueError:
+            return found
+        found.append(at)
 
 
 def _content_of(message: Message, original_contents: Mapping[int, str] | None) -> str:
@@ -284,14 +317,15 @@ def plan(
     msgs = tuple(messages)
     n = len(msgs)
     cpt = policy.chars_per_token
-    estimates = [estimate_tokens(m, cpt) for m in msgs]
+    estimates = estimate_each(msgs, cpt)
     before = sum(estimates)
     threshold = policy.threshold_tokens
 
     def stop(status: str, **extra: Any) -> CompactionPlan:
         return CompactionPlan(status, before, before, msgs, **extra)
 
-    system_tokens = sum(e for m, e in zip(msgs, estimates, strict=True) if m.role == "system")
+    roles = [m.role for m in msgs]
+    system_tokens = sum(estimates[i] for i in _positions(roles, "system"))
     if system_tokens >= threshold:
         return stop(SYSTEM_PROMPT_TOO_LONG)
     if n <= policy.protect_first_n:
@@ -299,9 +333,12 @@ def plan(
     if before < threshold and not force:
         return stop(UNDER_THRESHOLD)
 
-    pruned_idx = tuple(prune_indexes(msgs, estimates, policy))
+    pinned = pinned_indexes(msgs)
+    pruned_idx = tuple(prune_indexes(msgs, estimates, policy, pinned=pinned))
     placeholder = placeholder_tokens(policy)
-    after_prune = before - sum(estimates[i] - placeholder for i in pruned_idx)
+    after_prune = (
+        before - sum(map(estimates.__getitem__, pruned_idx)) + placeholder * len(pruned_idx)
+    )
 
     def pruned_plan() -> CompactionPlan:
         return CompactionPlan(
@@ -329,7 +366,14 @@ def plan(
     language = detect_language(msgs)
     framing = _framing_tokens(language, cpt, policy.recall_hint)
     floor = min(policy.summary_floor_tokens, policy.summary_cap)
-    head_kept, head_dropped = repair_tool_pairing([m for m in msgs[:start] if not m.is_summary])
+    # an earlier summary is folded into the new one, unless it is pinned
+    flags = [m.is_summary for m in msgs]
+    summaries = [i for i, flag in enumerate(flags) if flag] if any(flags) else []
+    folded = tuple(i for i in summaries if not msgs[i].pinned) if pinned else tuple(summaries)
+    folding = set(folded)
+    head_kept, head_dropped = repair_tool_pairing(
+        [m for i, m in enumerate(msgs[:start]) if i not in folding]
+    )
     head_tokens = sum(estimate_tokens(m, cpt) for m in head_kept)
     if head_tokens + framing + floor > threshold - 1:
         return stop(
@@ -339,9 +383,14 @@ def plan(
         )
     last = _last_group_start(msgs, end)
     while True:
-        tail_kept, tail_dropped = repair_tool_pairing([m for m in msgs[end:] if not m.is_summary])
+        tail_kept, tail_dropped = repair_tool_pairing(
+            [m for i, m in enumerate(msgs[end:], end) if i not in folding]
+        )
         tail_tokens = sum(estimate_tokens(m, cpt) for m in tail_kept)
-        free = threshold - 1 - head_tokens - tail_tokens - framing
+        pins = tuple(i for i in pinned if start <= i < end)
+        # as they stay: a pinned call whose result never came gets the placeholder result
+        pin_tokens = sum(estimate_each(repair_tool_pairing([msgs[i] for i in pins])[0], cpt))
+        free = threshold - 1 - head_tokens - tail_tokens - pin_tokens - framing
         if free >= floor or end >= last:
             break
         end = _next_group_start(msgs, end)  # the tail gives up its oldest group
@@ -349,22 +398,37 @@ def plan(
         biggest = max(range(end, n), key=estimates.__getitem__)
         if estimates[biggest] >= threshold:
             return stop(OVERSIZED_MESSAGE, oversized_id=msgs[biggest].id)
+        if pin_tokens and free + pin_tokens >= floor:
+            return stop(
+                PINS_TOO_LONG,
+                detail=f"the pinned messages ({pin_tokens} tokens), with the protected first "
+                f"({head_tokens}) and the latest ones ({tail_tokens}), leave no room for a "
+                f"summary under the threshold ({threshold} tokens)",
+            )
         return stop(
             TAIL_TOO_LONG,
             detail=f"the latest messages ({tail_tokens} tokens) and the protected first ones "
             f"({head_tokens}) leave no room for a summary under the threshold "
-            f"({threshold} tokens)",
+            f"({threshold} tokens)"
+            + (f"; the pinned messages take {pin_tokens} more" if pin_tokens else ""),
         )
 
     span = Span(start, end)
-    folded = tuple(i for i in range(n) if msgs[i].is_summary)
-    middle = [i for i in range(start, end) if not msgs[i].is_summary]
     dropped_head = _indexes_of(head_dropped, msgs, range(start))
     dropped_tail = _indexes_of(tail_dropped, msgs, range(end, n))
-    if dropped_head or dropped_tail or any(not start <= i < end for i in folded):
+    in_span = [i for i in summaries if start <= i < end] if summaries else []
+    middle: Sequence[int]
+    if pins or in_span:  # the span less its earlier summaries and its pins
+        skip = {*pins, *in_span}
+        middle = [i for i in range(start, end) if i not in skip]
+    else:
+        middle = range(start, end)
+    if dropped_head or dropped_tail or pins or len(in_span) != len(folded):
         removed = tuple(sorted({*folded, *middle, *dropped_head, *dropped_tail}))
     else:  # the common case: the span, earlier summaries in it included
         removed = tuple(range(start, end))
+    if not removed:  # only pins: nothing would leave the context
+        return pruned_plan() if pruned_idx else stop(NOTHING_TO_COMPACT)
 
     # a forced run under the threshold shares out the context it has, not the threshold
     basis = min(threshold, after_prune) if force else threshold
@@ -383,7 +447,7 @@ def plan(
     sources = [
         *grounding,
         *(msgs[i] for i in dropped_head),
-        *(msgs[i] for i in middle),
+        *(msgs[start:end] if isinstance(middle, range) else [msgs[i] for i in middle]),
         *(msgs[i] for i in dropped_tail),
     ]
     if original_contents:
@@ -412,15 +476,20 @@ def plan(
     index_text = render_index(entries, language, max(0, (index_budget - 1) * cpt - 2))
     index_tokens = section_tokens(index_text, cpt) if index_text else 0
 
-    candidates = tuple(i for i in middle if msgs[i].role == "user")
-    if not set(removed) - set(candidates):  # keeping them all would compact nothing
+    if isinstance(middle, range):
+        candidates = tuple([i for i, r in enumerate(roles[start:end], start) if r == "user"])
+    else:
+        candidates = tuple([i for i in middle if roles[i] == "user"])
+    if len(candidates) == len(removed):  # keeping them all would compact nothing
         candidates = candidates[1:]
-    anchor_budget = min(policy.user_anchor_budget_for(basis), sum(estimates[i] for i in candidates))
-    middle_tokens = sum(estimates[start:end])
+    anchor_budget = min(
+        policy.user_anchor_budget_for(basis), sum(map(estimates.__getitem__, candidates))
+    )
+    middle_tokens = sum(estimates[start:end]) - sum(estimates[i] for i in pins)
     compressed = (
         middle_tokens
         + sum(estimates[i] for i in folded if not start <= i < end)
-        + sum(estimate_tokens(m, cpt) for m in grounding)
+        + sum(estimate_each(grounding, cpt))
     )
     cap = min(policy.summary_budget(compressed), policy.summary_cap)
     budget = min(cap, max(free - anchor_budget - index_tokens, floor))
@@ -448,6 +517,8 @@ def plan(
         tail_tokens=tail_tokens,
         framing_tokens=framing,
         free_tokens=free,
+        pin_tokens=pin_tokens,
+        pinned_indexes=pins,
         removed_indexes=removed,
         folded_indexes=folded,
         anchor_candidates=candidates,
@@ -457,6 +528,7 @@ def plan(
         index_budget=index_tokens,
         regrounded=regrounded,
         requests=requests,
+        estimates=tuple(estimates),
     )
 
 
@@ -478,6 +550,54 @@ def _unchanged(p: CompactionPlan, original: tuple[Message, ...], **extra: Any) -
         detail=p.detail,
         **extra,
     )
+
+
+def _assemble(
+    original: tuple[Message, ...], p: CompactionPlan, anchored: Sequence[int], summary: Message
+) -> list[Message]:
+    """The compacted context: the messages that stay, in order, and the summary before the
+    first one that leaves, or before the first pin (a pin always follows the summary).
+
+    Built from the few messages that stay (head, pins, anchors, tail), never by walking
+    the summarized span: what leaves outside the span (earlier summaries, orphans) is found
+    by bisection in the sorted ``removed_indexes``."""
+    assert p.span is not None
+    start, end = p.span.start, p.span.end
+    removed = p.removed_indexes
+    outside = {
+        *removed[: bisect_left(removed, start)],
+        *removed[bisect_left(removed, end) :],
+    }
+    stays = [
+        *(i for i in range(start) if i not in outside),
+        *sorted({*p.pinned_indexes, *anchored}),
+        *(i for i in range(end, len(original)) if i not in outside),
+    ]
+    anchor_set = set(anchored)
+    at = next(i for i in removed if i not in anchor_set)
+    if p.pinned_indexes:
+        at = min(at, p.pinned_indexes[0])
+    out = [original[i] for i in stays]
+    out.insert(bisect_left(stays, at), summary)
+    return out
+
+
+def _removed_ids(
+    original: tuple[Message, ...], removed: Sequence[int], anchored: Sequence[int]
+) -> tuple[int, ...]:
+    """Ids of the messages that leave the context (``removed`` less the anchors), in order."""
+    if removed and removed[-1] - removed[0] + 1 == len(removed):  # one run: a slice
+        first = removed[0]
+        messages = list(original[first : removed[-1] + 1])
+        for i in reversed(anchored):
+            del messages[i - first]
+        ids = [m.id for m in messages]
+    else:
+        anchor_set = set(anchored)
+        ids = [original[i].id for i in removed if i not in anchor_set]
+    if None in ids:
+        return tuple(i for i in ids if i is not None)
+    return tuple(ids)  # type: ignore[arg-type]  # no None left
 
 
 def compress(
@@ -530,6 +650,7 @@ def compress(
         min(p.anchor_budget, left),
         chars_per_token=cpt,
         language=p.language,
+        estimates=p.estimates,
     )
     index_room = left - anchors.tokens
     if index_room >= p.index_budget:
@@ -540,16 +661,8 @@ def compress(
         text, p.language, (index_text, anchors.cut_text), recall_hint=policy.recall_hint
     )
 
-    removed = set(p.removed_indexes) - set(anchors.kept)
-    first_removed = min(removed)
-    assembled: list[Message] = []
-    for i, m in enumerate(original):
-        if i == first_removed:
-            assembled.append(summary)
-        if i not in removed:
-            assembled.append(m)
-    assembled, dropped = repair_tool_pairing(assembled)
-    after = sum(estimate_tokens(m, cpt) for m in assembled)
+    assembled, dropped = repair_tool_pairing(_assemble(original, p, anchors.kept, summary))
+    after = sum(estimate_each(assembled, cpt))
     if after >= threshold:  # the budgets make this impossible; never report it as done
         raise SummaryRejected(
             SUMMARY_OVER_BUDGET, f"the compacted context ({after} tokens) is over the threshold"
@@ -578,7 +691,6 @@ def compress(
             original,
             **extra,
         )
-    summarized = [original[i] for i in sorted(removed)]
     return CompactionResult(
         status=COMPACTED,
         messages=tuple(assembled),
@@ -586,9 +698,10 @@ def compress(
         tokens_after=after,
         summary_message=summary,
         summary_text=text,
-        summarized_ids=_ids([*summarized, *dropped]),
+        summarized_ids=(*_removed_ids(original, p.removed_indexes, anchors.kept), *_ids(dropped)),
         language=p.language,
         anchored_ids=_ids([original[i] for i in anchors.kept]),
+        pinned_ids=_ids([original[i] for i in p.pinned_indexes]),
         folded_summary_ids=_ids([original[i] for i in p.folded_indexes]),
         regrounded=p.regrounded,
         index_entries=p.index_entries,

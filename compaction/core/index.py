@@ -90,7 +90,13 @@ def _is_path(text: str) -> bool:
     return bool(_FILE_EXT.search(last)) or ("/" in text and "." in last)
 
 
-def _paths_and_urls(text: str) -> Iterable[tuple[str, str]]:
+def is_file_name(word: str) -> bool:
+    """A bare file name with a known extension (``app.py``, ``Cargo.toml``)."""
+    return bool(_BARE_FILE.match(word) and _FILE_EXT.search(word))
+
+
+def paths_and_urls(text: str) -> Iterable[tuple[str, str]]:
+    """("url", …) and ("file", …) pairs of ``text``, in the order the rules find them."""
     if "/" not in text:
         return
     for url in _URL.findall(text) if "://" in text else ():
@@ -104,10 +110,10 @@ def _paths_and_urls(text: str) -> Iterable[tuple[str, str]]:
 
 def _command_files(text: str) -> Iterable[tuple[str, str]]:
     """Paths and URLs in a command, bare file names (``app.py``) included."""
-    yield from _paths_and_urls(text)
+    yield from paths_and_urls(text)
     for token in text.split()[:200]:
         token = token.strip("'\"`;,()")
-        if "/" not in token and _BARE_FILE.match(token) and _FILE_EXT.search(token):
+        if "/" not in token and is_file_name(token):
             yield "file", token
 
 
@@ -141,7 +147,7 @@ def _from_value(key: str, value: object) -> Iterable[tuple[str, str]]:
         else:
             yield "id", f"{key}={text}"
         return
-    yield from _paths_and_urls(text)
+    yield from paths_and_urls(text)
 
 
 def call_entries(name: str, arguments: str) -> list[tuple[str, str]]:
@@ -164,7 +170,7 @@ def call_entries(name: str, arguments: str) -> list[tuple[str, str]]:
             found.append(("command", raw.splitlines()[0]))
             found.extend(_command_files(raw))
         else:
-            found.extend(_paths_and_urls(raw))
+            found.extend(paths_and_urls(raw))
     return [(kind, _clip(value)) for kind, value in found if value.strip()]
 
 
@@ -233,8 +239,7 @@ def build_index(
         return ()
     seen_args: dict[tuple[str, str], list[tuple[str, str]]] = {}
     done: set[tuple[str, str]] = set()  # calls whose entries have all the ids they keep
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
+    for m in reversed(messages):
         if not m.tool_calls or m.role != "assistant":
             continue
         ids = (m.id,) if m.id is not None else ()
@@ -251,14 +256,13 @@ def build_index(
                 done.add(key)
         if builder.full:
             break
-    for i in range(len(messages) - 1, -1, -1):
+    keep = head_chars + tail_chars
+    for m, text in zip(reversed(messages), reversed(contents), strict=True):
         if builder.full:
             break
-        m = messages[i]
         if m.role != "tool":
             continue
-        text = contents[i]
-        if len(text) > head_chars + tail_chars:
+        if len(text) > keep:
             cut = len(text) - tail_chars
             if text.find("/", 0, head_chars) == -1 and text.find("/", cut) == -1:
                 continue
@@ -266,7 +270,7 @@ def build_index(
         elif "/" not in text:
             continue
         ids = (m.id,) if m.id is not None else ()
-        for kind, value in _paths_and_urls(text):
+        for kind, value in paths_and_urls(text):
             builder.add(kind, _clip(value), ids)
     for entry in earlier:
         builder.add(entry.kind, entry.value, entry.ids)

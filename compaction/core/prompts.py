@@ -214,13 +214,12 @@ def _fill(template: str, slot: str, serialized: Serialized, **values: object) ->
     if isinstance(serialized, str):
         return template.format(**{slot: serialized}, **values)
     before, after = template.format(**{slot: _SLOT}, **values).split(_SLOT, 1)
-    joined = [before]
-    for n, piece in enumerate(serialized):
-        if n:
-            joined.append("\n\n")
-        joined.append(piece)
-    joined.append(after)
-    return "".join(joined)
+    pieces = list(serialized)
+    if not pieces:
+        return before + after
+    pieces[0] = before + pieces[0]
+    pieces[-1] = pieces[-1] + after
+    return "\n\n".join(pieces)
 
 
 def first_prompt(

@@ -2,14 +2,16 @@
 
 Pruning serves the main model's context only (a ``pruned_only`` outcome). The summarizer
 always reads the originals, and the protected head is never pruned: its tool results
-(the ones right after ``protect_first_n``) stay with their call, verbatim.
+(the ones right after ``protect_first_n``) stay with their call, verbatim. Nor is a
+pinned message's tool group (``pins``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from compaction.core.boundaries import find_compress_start
+from compaction.core.pins import pinned_indexes
 from compaction.core.policy import CompactionPolicy
 from compaction.core.types import Message
 
@@ -27,6 +29,7 @@ def pruned_copy(m: Message) -> Message:
         m.id,
         m.is_summary,
         m.metadata,
+        m.pinned,
     )
 
 
@@ -35,10 +38,15 @@ def placeholder_tokens(policy: CompactionPolicy) -> int:
 
 
 def prune_indexes(
-    messages: Sequence[Message], estimates: Sequence[int], policy: CompactionPolicy
+    messages: Sequence[Message],
+    estimates: Sequence[int],
+    policy: CompactionPolicy,
+    *,
+    pinned: Collection[int] | None = None,
 ) -> list[int]:
     """Indexes phase 1 prunes: walking back from the end, once the running total passes
-    the tail budget, every older tool message over ``prune_min_chars`` after the head.
+    the tail budget, every older tool message over ``prune_min_chars`` after the head,
+    except pinned ones (``pinned``: ``pinned_indexes(messages)``, when the caller has it).
     Messages already carrying the placeholder are left alone (idempotent)."""
     budget = policy.tail_token_budget
     running = 0
@@ -48,15 +56,20 @@ def prune_indexes(
         if running > budget:
             boundary = i - 1
             break
-    pruned = []
-    for i in range(find_compress_start(messages, policy.protect_first_n), boundary + 1):
-        m = messages[i]
-        if (
-            m.role == "tool"
-            and len(m.content) > policy.prune_min_chars
-            and m.content != PRUNED_TOOL_PLACEHOLDER
-        ):
-            pruned.append(i)
+    start = find_compress_start(messages, policy.protect_first_n)
+    if boundary < start:
+        return []
+    least = policy.prune_min_chars
+    pruned = [
+        i
+        for i, m in enumerate(messages[start : boundary + 1], start)
+        if m.role == "tool" and len(m.content) > least and m.content != PRUNED_TOOL_PLACEHOLDER
+    ]
+    if pinned is None:
+        pinned = pinned_indexes(messages)
+    if pinned:
+        keep = set(pinned)
+        pruned = [i for i in pruned if i not in keep]
     return pruned
 
 

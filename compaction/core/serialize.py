@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compaction.core.tokens import conservative_tokens
 from compaction.core.types import Message
 
 _LABELS = {"system": "[SYSTEM] ", "user": "[USER] ", "assistant": "[ASSISTANT] "}
@@ -14,7 +13,7 @@ def truncate_middle(text: str, head: int, tail: int) -> str:
     if len(text) <= head + tail:
         return text
     cut = len(text) - head - tail
-    return f"{text[:head]}\n...[truncated {cut} chars]...\n{text[-tail:]}"
+    return f"{text[:head]}\n...[truncated {cut} chars]...\n{text[len(text) - tail :]}"
 
 
 def serialize_message(message: Message, *, head: int = 4000, tail: int = 1500) -> str:
@@ -49,28 +48,42 @@ def serialize_pieces(
     piece's conservative token count + 1: the one pass over a middle of 100k messages,
     kept free of per-message calls."""
     pieces: list[str] = []
-    costs: list[int] = []
+    append = pieces.append
     keep = head + tail
     for m, text in zip(messages, contents, strict=True):
-        if m.role == "tool":  # one copy of a long output, not three
+        role = m.role
+        if role == "tool":  # one copy of a long output, not three
             label = f"[TOOL RESULT {m.tool_call_id}] " if m.tool_call_id else "[TOOL] "
             if len(text) > keep:
                 cut = len(text) - keep
-                piece = f"{label}{text[:head]}\n...[truncated {cut} chars]...\n{text[-tail:]}"
+                end = text[len(text) - tail :]  # not text[-tail:]: that is all of it for 0
+                append(f"{label}{text[:head]}\n...[truncated {cut} chars]...\n{end}")
             else:
-                piece = label + text
-        else:
-            if len(text) > keep:
-                text = f"{text[:head]}\n...[truncated {len(text) - keep} chars]...\n{text[-tail:]}"
-            piece = (_LABELS.get(m.role) or f"[{m.role.upper()}] ") + text
-            for c in m.tool_calls:
-                args = c.arguments or ""
-                if len(args) > keep:
-                    args = truncate_middle(args, head, tail)
-                piece = f"{piece}\n[TOOL CALL {c.id}] {c.name}({args})"
-        pieces.append(piece)
-        if piece.isascii():
-            costs.append(len(piece) // chars_per_token + 2)
-        else:
-            costs.append(conservative_tokens(piece, chars_per_token) + 1)
-    return pieces, costs
+                append(label + text)
+            continue
+        if len(text) > keep:
+            cut, end = len(text) - keep, text[len(text) - tail :]
+            text = f"{text[:head]}\n...[truncated {cut} chars]...\n{end}"
+        piece = (_LABELS.get(role) or f"[{role.upper()}] ") + text
+        for c in m.tool_calls:
+            args = c.arguments or ""
+            if len(args) > keep:
+                args = truncate_middle(args, head, tail)
+            piece = f"{piece}\n[TOOL CALL {c.id}] {c.name}({args})"
+        append(piece)
+    return pieces, piece_costs(pieces, chars_per_token)
+
+
+def piece_costs(pieces: Sequence[str], chars_per_token: int) -> list[int]:
+    """``conservative_tokens(piece) + 1`` of each piece, inline (no call per piece): an
+    ASCII piece's length is all it takes; a wider one's UTF-8 length finds its CJK
+    characters, as ``conservative_tokens`` does."""
+    cpt = chars_per_token
+    return [
+        len(piece) // cpt + 2
+        if piece.isascii()
+        else (wide := (len(piece.encode("utf-8", "surrogatepass")) - len(piece)) // 2)
+        + max(0, len(piece) - wide) // cpt
+        + 2
+        for piece in pieces
+    ]

@@ -15,10 +15,13 @@ with a note saying what was wrong, and a second rejection raises ``SummaryReject
 
 from __future__ import annotations
 
+import _thread
 import math
 import threading
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 
 from compaction.core.checks import (
     SUMMARY_CUT_OFF,
@@ -138,42 +141,57 @@ def target_tokens(max_output: int, input_tokens: int, carried: int = 0) -> int:
     return min(max_output, max(min(256, input_tokens), input_tokens // 2, carried))
 
 
-def _chunk_pieces(
-    pieces: Sequence[str], costs: Sequence[int], *, room: int, policy: CompactionPolicy
-) -> tuple[tuple[tuple[str, ...], ...], tuple[int, ...]]:
-    """Greedy chunks of whole messages that fit ``room`` tokens (a too-large one is cut),
-    and each chunk's tokens; ``costs``: each piece's conservative tokens + 1, counted once
-    for every chunking. A chunk stays a tuple of pieces until its prompt is built."""
-    chunks: list[tuple[str, ...]] = []
-    tokens: list[int] = []
-    current: list[str] = []
-    used = 0
-    for piece, cost in zip(pieces, costs, strict=True):
-        if cost > room:  # one message alone is too large: cut it to fit
-            keep_chars = max(200, room * policy.chars_per_token // 4)
-            piece = truncate_middle(piece, keep_chars * 2 // 3, keep_chars // 3)
-            cost = conservative_tokens(piece, policy.chars_per_token) + 1
-        if current and used + cost > room:
-            chunks.append(tuple(current))
-            tokens.append(used)
-            current, used = [], 0
-        current.append(piece)
-        used += cost
-    if current:
-        chunks.append(tuple(current))
-        tokens.append(used)
-    return tuple(chunks), tuple(tokens)
+def _bounds(totals: Sequence[int], room: int) -> list[tuple[int, int]]:
+    """The greedy chunks within ``room`` of the pieces whose running totals of tokens are
+    ``totals`` (``totals[i]``: the first ``i`` pieces): a chunk takes pieces while they fit,
+    and at least one. Found by bisection, so a middle of 100k pieces costs a few hundred
+    searches, not a Python step per piece."""
+    bounds = []
+    start, n = 0, len(totals) - 1
+    while start < n:
+        end = max(start + 1, bisect_right(totals, totals[start] + room, start + 1) - 1)
+        bounds.append((start, end))
+        start = end
+    return bounds
 
 
-def _chunk_count(costs: Sequence[int], room: int) -> int:
-    """How many chunks ``_chunk_pieces`` would make (without building them)."""
-    count, used = 0, 0
-    for cost in costs:
-        cost = min(cost, room)
-        if count == 0 or used + cost > room:
-            count, used = count + 1, 0
-        used += cost
-    return count
+class _Chunker:
+    """Greedy chunks of whole messages that fit a room of tokens (a too-large one is cut),
+    for any room; ``costs``: each piece's conservative tokens + 1. The largest cost and the
+    running totals are found once, for every room tried. A chunk stays a tuple of pieces
+    until its prompt is built."""
+
+    def __init__(self, pieces: Sequence[str], costs: Sequence[int], policy: CompactionPolicy):
+        self.pieces = pieces
+        self.costs = costs
+        self.policy = policy
+        self.biggest = max(costs, default=0)
+        self.totals = list(accumulate(costs, initial=0))
+
+    def count(self, room: int) -> int:
+        """How many chunks ``chunks(room)`` makes (without building them)."""
+        if self.biggest <= room:
+            return len(_bounds(self.totals, room))
+        capped = accumulate((min(cost, room) for cost in self.costs), initial=0)
+        return len(_bounds(list(capped), room))
+
+    def chunks(self, room: int) -> tuple[tuple[tuple[str, ...], ...], tuple[int, ...]]:
+        """The chunks, and each chunk's tokens."""
+        pieces, totals = self.pieces, self.totals
+        if self.biggest > room:  # one message alone is too large: cut it to fit
+            pieces, costs = list(pieces), list(self.costs)
+            cpt = self.policy.chars_per_token
+            keep_chars = max(200, room * cpt // 4)
+            for i, cost in enumerate(costs):
+                if cost > room:
+                    pieces[i] = truncate_middle(pieces[i], keep_chars * 2 // 3, keep_chars // 3)
+                    costs[i] = conservative_tokens(pieces[i], cpt) + 1
+            totals = list(accumulate(costs, initial=0))
+        bounds = _bounds(totals, room)
+        return (
+            tuple(tuple(pieces[a:b]) for a, b in bounds),
+            tuple(totals[b] - totals[a] for a, b in bounds),
+        )
 
 
 def plan_requests(
@@ -196,26 +214,30 @@ def plan_requests(
     room = policy.input_budget(budget) - template - max(budget, carried_tokens) - _MARGIN_TOKENS
     room = max(500, room)
 
+    chunker = _Chunker(pieces, costs, policy)
+
     def sequential() -> RequestPlan:
-        chunks, tokens = _chunk_pieces(pieces, costs, room=room, policy=policy)
+        chunks, tokens = chunker.chunks(room)
         return RequestPlan(chunks or ((),), tokens or (0,), previous, budget, language, focus)
 
-    count = _chunk_count(costs, room)
+    count = chunker.count(room)
     if count < policy.parallel_min_chunks:
-        return sequential()
-    part_budget = min(budget, max(policy.summary_floor_tokens, 2 * budget // count))
-    part_template = conservative_tokens(
-        part_prompt("", part=1, parts=1, budget=part_budget, language=language, focus=focus), cpt
-    )
-    part_room = policy.input_budget(part_budget) - part_template - _MARGIN_TOKENS
-    parts, tokens = _chunk_pieces(pieces, costs, room=max(500, part_room), policy=policy)
-    if len(parts) < 2:  # only carrying the previous summary made it several chunks
         return sequential()
     merge_template = conservative_tokens(
         merge_prompt([], previous_summary=previous, budget=budget, language=language, focus=focus),
         cpt,
     )
     merge_room = policy.input_budget(budget) - merge_template - _MARGIN_TOKENS
+    part_budget = min(budget, max(policy.summary_floor_tokens, 2 * budget // count))
+    # a merge request takes at least two partial summaries: they must fit it together
+    part_budget = max(1, min(part_budget, merge_room // 2 - _PART_HEADING_TOKENS))
+    part_template = conservative_tokens(
+        part_prompt("", part=1, parts=1, budget=part_budget, language=language, focus=focus), cpt
+    )
+    part_room = policy.input_budget(part_budget) - part_template - _MARGIN_TOKENS
+    parts, tokens = chunker.chunks(max(500, part_room))
+    if len(parts) < 2:  # only carrying the previous summary made it several chunks
+        return sequential()
     batch = max(2, merge_room // (part_budget + _PART_HEADING_TOKENS))
     return RequestPlan(parts, tokens, previous, budget, language, focus, True, part_budget, batch)
 
@@ -260,7 +282,11 @@ class _Runner:
             if reason in (SUMMARY_CUT_OFF, SUMMARY_OVER_BUDGET):
                 target = max(1, target // 2)
             elif reason == SUMMARY_LONGER_THAN_INPUT:
-                target = max(1, min(target, input_tokens // 3))
+                # the check counts characters: never ask for more tokens than the input
+                # has characters at the policy's rate (CJK input counts a token a
+                # character in input_tokens, so a third of those can still be too long)
+                cpt = self.policy.chars_per_token
+                target = max(1, min(target, input_tokens // 3, input_chars // cpt))
             note = retry_note(_NOTE.get(reason, "empty"), self.rp.language, target)
             request = replace(
                 request, prompt=request.prompt + note, attempt=1, target_tokens=target
@@ -274,34 +300,82 @@ class _Runner:
         workers = min(self.policy.summary_concurrency, len(jobs))
         if workers <= 1:
             return [job() for job in jobs]
-        results: list[RunResult | None] = [None] * len(jobs)
-        errors: dict[int, BaseException] = {}
-        lock = threading.Lock()
-        order = iter(range(len(jobs)))
+        pool = _Jobs(jobs, helpers=workers - 1)
+        pool.work()
+        pool.close()
+        if pool.errors:
+            raise pool.errors[min(pool.errors)]
+        return [r for r in pool.results if r is not None]
 
-        def work() -> None:
-            while not errors:
-                with lock:
-                    index = next(order, None)
-                if index is None:
-                    return
+
+class _Jobs:
+    """The jobs of one ``map``, handed out in order to whichever thread asks first.
+
+    Helper threads are started one at a time: whenever a thread takes a job and no
+    started helper is waiting for one, one more is started (up to ``helpers``). A helper
+    runs when the running thread lets go of the GIL, above all while a request waits for
+    the model, so with a model that takes seconds every job is under way within
+    microseconds, while a summarizer that answers at once costs one thread, not one per
+    job. They are started with ``_thread.start_new_thread``, which returns at once
+    (``threading.Thread.start`` waits until each new thread runs). ``close`` waits for
+    the jobs under way and for a started helper to have asked once: left waiting for the
+    GIL, it would force a switch in the middle of whatever the caller does next. Starting
+    a thread per job and those late switches were a third of a 1,000-message compaction.
+    When no thread can be started, the threads there are do the jobs.
+    """
+
+    def __init__(self, jobs: Sequence[Callable[[], RunResult]], *, helpers: int) -> None:
+        self.jobs = jobs
+        self.results: list[RunResult | None] = [None] * len(jobs)
+        self.errors: dict[int, BaseException] = {}
+        self.changed = threading.Condition(threading.Lock())
+        self.taken = 0
+        self.running = 0
+        self.closed = False
+        self.helpers_left = helpers
+        self.waiting_helpers = 0  # started, and not yet asking for a job
+
+    def _take(self, *, helper: bool) -> int | None:
+        with self.changed:
+            if helper:
+                self.waiting_helpers -= 1
+                self.changed.notify_all()
+            if self.closed or self.errors or self.taken >= len(self.jobs):
+                return None
+            self.taken += 1
+            self.running += 1
+            if self.helpers_left and not self.waiting_helpers and self.taken < len(self.jobs):
                 try:
-                    results[index] = jobs[index]()
-                except BaseException as exc:  # re-raised in the calling thread
-                    errors[index] = exc
+                    _thread.start_new_thread(self._help, ())
+                except RuntimeError:  # "can't start new thread"
+                    self.helpers_left = 0
+                else:
+                    self.helpers_left -= 1
+                    self.waiting_helpers += 1
+            return self.taken - 1
 
-        threads = [
-            threading.Thread(target=work, name=f"summary-{n}", daemon=True)
-            for n in range(workers - 1)
-        ]
-        for thread in threads:
-            thread.start()
-        work()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[min(errors)]
-        return [r for r in results if r is not None]
+    def _help(self) -> None:
+        self.work(helper=True)  # its first _take ends its wait
+
+    def work(self, *, helper: bool = False) -> None:
+        while (index := self._take(helper=helper)) is not None:
+            helper = False
+            try:
+                self.results[index] = self.jobs[index]()
+            except BaseException as exc:  # re-raised in the calling thread
+                with self.changed:
+                    self.errors[index] = exc
+            with self.changed:
+                self.running -= 1
+                self.changed.notify_all()
+
+    def close(self) -> None:
+        """No job starts any more; wait for the ones under way, and for a started helper
+        to see that (left waiting for the GIL, it would interrupt whatever runs next)."""
+        with self.changed:
+            self.closed = True
+            while self.running or self.waiting_helpers:
+                self.changed.wait()
 
 
 def _sequential(runner: _Runner) -> RunResult:

@@ -27,7 +27,8 @@ class Message:
     """A chat message as the LLM sees it.
 
     ``id`` is the storage id when the message came from the database (None for
-    messages the core creates, such as a summary or a placeholder result).
+    messages the core creates, such as a summary or a placeholder result). ``pinned``:
+    the user pinned it, so a compaction keeps it verbatim (``compaction.core.pins``).
     """
 
     role: Role
@@ -37,3 +38,4 @@ class Message:
     id: int | None = None
     is_summary: bool = False
     metadata: dict = field(default_factory=dict, compare=False, hash=False)
+    pinned: bool = False

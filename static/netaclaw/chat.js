@@ -8,6 +8,15 @@
  * The Stop button (and Esc) sends #stop-form, {"type": "stop", "sessionId"}; a failed or
  * stopped turn's Retry sends #retry-form, {"type": "retry", "sessionId"}. The composer stays
  * usable while the agent works: a message sent then waits as a chip under the running turn.
+ *
+ * A new chat is not stored until its first message: its page has no session id, and its
+ * chat form sends {"type": "chat", "agent": <id>, "content"}. The server stores the chat with
+ * the message and answers with a session_created signal (#session-signal): the page then
+ * takes the chat's id (every form's sessionId, the address bar, the socket's reconnects).
+ * The same signal tells of a chat renamed (every title shown follows) or deleted.
+ *
+ * While the agent thinks or a compaction runs, the page counts the seconds and says what it
+ * waits for (#turn-status, #compaction-pending).
  */
 (function () {
   "use strict";
@@ -118,6 +127,11 @@
       showHint(form.getAttribute("data-empty-message"));
       return;
     }
+    if (parsed.kind === "command" && !currentSessionId()) {
+      event.preventDefault();
+      showHint(form.getAttribute("data-compact-unsaved"));
+      return;
+    }
     if (parsed.kind === "command") {
       var frame = Object.assign({}, parsed.frame, { sessionId: params.sessionId });
       event.detail.parameters = frame;
@@ -154,6 +168,23 @@
 
   // --- the socket ------------------------------------------------------------
 
+  function currentSessionId() {
+    var chat = byId("chat");
+    return chat ? chat.getAttribute("data-session-id") || "" : "";
+  }
+
+  // A chat started on this page reconnects to its own session's events.
+  if (window.htmx && typeof window.htmx.createWebSocket === "function") {
+    var createWebSocket = window.htmx.createWebSocket;
+    window.htmx.createWebSocket = function (url) {
+      var sid = currentSessionId();
+      if (sid && url.indexOf("session=") < 0) {
+        url += (url.indexOf("?") < 0 ? "?" : "&") + "session=" + encodeURIComponent(sid);
+      }
+      return createWebSocket(url);
+    };
+  }
+
   function setConnection(state) {
     var chat = byId("chat");
     if (chat) chat.setAttribute("data-ws", state);
@@ -180,6 +211,141 @@
   document.addEventListener("htmx:wsAfterMessage", function () {
     if (stickToBottom) scrollToBottom();
   });
+
+  // --- the chat list: a chat started here, renamed, deleted --------------------
+
+  function adopt(sid, url, title) {
+    var chat = byId("chat");
+    if (!chat || chat.getAttribute("data-session-id")) return;
+    chat.setAttribute("data-session-id", sid);
+    document.querySelectorAll("[data-session-field]").forEach(function (input) {
+      input.value = sid;
+    });
+    var agentField = document.querySelector("#chat-form [data-agent-field]");
+    if (agentField) {
+      var input = document.createElement("input");
+      input.type = "hidden";
+      input.name = "sessionId";
+      input.value = sid;
+      input.setAttribute("data-session-field", "");
+      agentField.replaceWith(input);
+    }
+    var compact = byId("compact-button");
+    if (compact) compact.disabled = false;
+    var heading = document.querySelector("#chat-title .chat-title-text");
+    if (heading) heading.setAttribute("data-session-title", sid);
+    document.querySelectorAll('input[name="next"]').forEach(function (next) {
+      next.value = url;
+    });
+    if (window.history && history.replaceState) history.replaceState(null, "", url);
+    retitle(sid, title);
+  }
+
+  function retitle(sid, title) {
+    document.querySelectorAll('[data-session-title="' + sid + '"]').forEach(function (el) {
+      el.textContent = title;
+    });
+    document.querySelectorAll('[data-session-title-attr="' + sid + '"]').forEach(function (el) {
+      el.setAttribute("data-title", title);
+    });
+    if (sid === currentSessionId()) document.title = title + " · NetaClaw";
+  }
+
+  function forget(sid) {
+    document.querySelectorAll('[data-session-item="' + sid + '"]').forEach(function (el) {
+      el.remove();
+    });
+    if (sid !== currentSessionId()) return;
+    var chat = byId("chat");
+    var notices = byId("notices");
+    if (notices && chat) {
+      var notice = document.createElement("div");
+      notice.className = "notice";
+      notice.setAttribute("role", "alert");
+      notice.setAttribute("data-reason", "session_deleted");
+      notice.textContent = chat.getAttribute("data-label-deleted");
+      notices.appendChild(notice);
+    }
+    ["chat-input", "send-button", "compact-button"].forEach(function (id) {
+      var el = byId(id);
+      if (el) el.disabled = true;
+    });
+  }
+
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var fragment = event.detail.fragment;
+    if (!event.detail.target || event.detail.target.id !== "session-signal" || !fragment) return;
+    var signal = fragment.id === "session-signal" ? fragment : fragment.querySelector("#session-signal");
+    if (!signal) return;
+    var kind = signal.getAttribute("data-kind");
+    var sid = signal.getAttribute("data-session-id");
+    if (kind === "created") adopt(sid, signal.getAttribute("data-url"), signal.getAttribute("data-title"));
+    else if (kind === "updated") retitle(sid, signal.getAttribute("data-title"));
+    else if (kind === "deleted") forget(sid);
+  });
+
+  // --- waiting: for how long, and for what ------------------------------------
+
+  var waitStarted = { turn: null, compaction: null };
+
+  function waiting(kind) {
+    if (kind === "turn") {
+      var status = byId("turn-status");
+      return status && status.getAttribute("data-busy") === "true" ? status : null;
+    }
+    var flag = byId("compaction-flag");
+    return flag && flag.getAttribute("data-compacting") === "true" ? byId("compaction-pending") || flag : null;
+  }
+
+  function formatSeconds(seconds, template) {
+    if (seconds < 60) return (template || "__N__ s").replace("__N__", String(seconds));
+    var rest = seconds % 60;
+    return Math.floor(seconds / 60) + ":" + (rest < 10 ? "0" : "") + rest;
+  }
+
+  function waitingOn(kind, chat) {
+    if (kind === "turn") {
+      var model = chat.getAttribute("data-waiting-model");
+      return model ? chat.getAttribute("data-label-waiting-model").replace("__MODEL__", model) : "";
+    }
+    var auxiliary = chat.getAttribute("data-waiting-auxiliary");
+    return auxiliary
+      ? chat.getAttribute("data-label-waiting-auxiliary").replace("__MODEL__", auxiliary)
+      : chat.getAttribute("data-label-waiting-no-auxiliary");
+  }
+
+  function updateWaits() {
+    var chat = byId("chat");
+    if (!chat) return;
+    var slow = parseInt(chat.getAttribute("data-slow-seconds") || "30", 10);
+    ["turn", "compaction"].forEach(function (kind) {
+      var el = waiting(kind);
+      if (!el) {
+        waitStarted[kind] = null;
+        return;
+      }
+      if (waitStarted[kind] === null) {
+        var already = parseInt(el.getAttribute("data-elapsed") || "0", 10) || 0;
+        waitStarted[kind] = Date.now() - already * 1000;
+      }
+      var seconds = Math.max(0, Math.floor((Date.now() - waitStarted[kind]) / 1000));
+      var elapsed = formatSeconds(seconds, chat.getAttribute("data-label-seconds"));
+      var on = waitingOn(kind, chat);
+      document.querySelectorAll('[data-elapsed-for="' + kind + '"]').forEach(function (span) {
+        if (span.textContent !== elapsed) span.textContent = elapsed;
+      });
+      document.querySelectorAll('[data-wait-on="' + kind + '"]').forEach(function (span) {
+        if (span.textContent !== on) span.textContent = on;
+      });
+      document.querySelectorAll('[data-wait-slow="' + kind + '"]').forEach(function (span) {
+        span.hidden = seconds < slow;
+        if (!span.textContent) span.textContent = chat.getAttribute("data-label-slow");
+      });
+    });
+  }
+
+  setInterval(updateWaits, 1000);
+  document.addEventListener("htmx:wsAfterMessage", updateWaits);
 
   // A message already on the page (rendered with it, or sent twice) is not added again;
   // a queued message that arrives in the history leaves its chip.
@@ -298,5 +464,6 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     scrollToBottom();
+    updateWaits();
   });
 })();

@@ -22,6 +22,9 @@ AGENT_FIELDS = {
     "compaction_protect_first_n",
     "compaction_reground",
     "search_history_enabled",
+    "compaction_mode",
+    "compaction_instructions",
+    "compaction_token_cap",
     "created_at",
     "updated_at",
 }

@@ -109,16 +109,18 @@ class FakeOutcome:
     summary_message_id: int | None = None
     tokens_before: int = 0
     tokens_after: int = 0
+    record_id: int | None = None
 
 
 def test_done_maps_to_the_contract_fields() -> None:
-    response = _outcome_response(FakeOutcome("done", None, None, 12, 77, 9000, 2100))
+    response = _outcome_response(FakeOutcome("done", None, None, 12, 77, 9000, 2100, 5))
     assert response.status_code == 200
     assert response.data == {
         "removed_count": 12,
         "summary_message_id": 77,
         "tokens_before": 9000,
         "tokens_after": 2100,
+        "compaction_id": 5,  # its audit record (CONTRACT §7)
     }
 
 

@@ -96,7 +96,21 @@ def test_schema_lists_every_endpoint(alice_api) -> None:
     assert set(compact) == {"post"}
     assert set(compact["post"]["responses"]) >= {"200", "409", "422", "502"}
     result = schema["components"]["schemas"]["CompactResult"]["properties"]
-    assert set(result) == {"removed_count", "summary_message_id", "tokens_before", "tokens_after"}
+    assert set(result) == {
+        "removed_count",
+        "summary_message_id",
+        "tokens_before",
+        "tokens_after",
+        "compaction_id",  # its audit record (CONTRACT §7)
+    }
+    for path in (
+        "/api/sessions/{session_id}/compactions/",
+        "/api/sessions/{session_id}/compactions/{record_id}/",
+        "/api/sessions/{session_id}/compactions/{record_id}/undo/",
+    ):
+        assert path in paths, path
+    message = paths["/api/sessions/{session_id}/messages/{message_id}/"]
+    assert set(message) == {"get", "patch"}
     channel = schema["components"]["schemas"]["ModelChannel"]["properties"]
     assert channel["api_key"]["writeOnly"] is True
     assert set(paths["/api/agents/{agent_id}/"]) == {"get", "patch"}

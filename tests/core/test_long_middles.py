@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import random
 import re
+import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -24,6 +26,7 @@ from compaction.core import (
     SummaryRequest,
     compress,
     plan,
+    summarizing,
 )
 
 
@@ -126,3 +129,42 @@ def test_a_failed_part_fails_the_compaction_cleanly() -> None:
     with pytest.raises(SummaryRejected) as raised:
         compress(long_middle(12), POLICY, cut, force=True)
     assert raised.value.reason == SUMMARY_CUT_OFF
+
+
+def test_an_instant_summarizer_costs_one_helper_thread_and_none_are_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Helpers start one at a time, each once the last one has taken a job: a summarizer
+    that answers at once (the calling thread never lets go of the GIL) leaves the one
+    started helper nothing to do, whatever the number of parts."""
+    started: list[Callable[..., object]] = []
+    real = summarizing._thread.start_new_thread
+
+    def counting(function: Callable[..., object], args: tuple[object, ...]) -> int:
+        started.append(function)
+        return real(function, args)
+
+    monkeypatch.setattr(summarizing._thread, "start_new_thread", counting)
+    answer = "## Goal\n" + "- read the reports, with the numbers and the file names\n" * 8
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(60)  # no forced switch to a waiting helper on a slow machine
+    try:
+        result = compress(long_middle(12), POLICY, lambda request: answer, force=True)
+    finally:
+        sys.setswitchinterval(interval)
+    assert result.status == COMPACTED
+    assert len([r for r in result.requests if r.kind == "part"]) >= 6
+    assert len(started) == 1
+
+
+def test_when_no_thread_can_start_the_calling_thread_does_every_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(function: Callable[..., object], args: tuple[object, ...]) -> int:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(summarizing._thread, "start_new_thread", refuse)
+    model = Slow()
+    result = compress(long_middle(12), POLICY, model, force=True)
+    assert result.status == COMPACTED
+    assert model.most == 1

@@ -4,8 +4,8 @@ Conversations start with a system message and mix user and assistant turns,
 tool groups (an assistant with 1–3 calls followed by their results), long tool
 outputs, English and Chinese text, sometimes earlier summaries (after the head, in
 it, or among the newest messages) and, in some runs, orphans (results without a
-call, calls without results). Windows are drawn around the conversation's size so
-that most runs compact; chunks go one at a time or four at once.
+call, calls without results) or pinned messages. Windows are drawn around the
+conversation's size so that most runs compact; chunks go one at a time or four at once.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from compaction.core import (
     NOTHING_TO_COMPACT,
     ORPHAN_CALL_PLACEHOLDER,
     OVERSIZED_MESSAGE,
+    PINS_TOO_LONG,
     PRUNED_ONLY,
     PRUNED_TOOL_PLACEHOLDER,
     SUMMARY_PREFIX,
@@ -41,6 +42,7 @@ from compaction.core import (
     estimate_messages,
     estimate_tokens,
     is_well_paired,
+    pinned_indexes,
     plan,
     repair_tool_pairing,
 )
@@ -474,3 +476,55 @@ def test_the_dry_run_figure_is_an_upper_bound_under_the_threshold(
     result = compress(s.messages, policy, model, force=True)
     if result.status == COMPACTED:
         assert result.tokens_after <= planned.estimated_tokens_after
+
+
+@st.composite
+def pinned_scenarios(draw: st.DrawFn) -> Scenario:
+    """Any scenario, with about one message in five pinned (earlier summaries and orphans
+    included)."""
+    s = draw(scenarios())
+    flags = draw(
+        st.lists(st.sampled_from((False, False, False, False, True)), min_size=len(s.messages))
+    )
+    s.messages = [replace(m, pinned=f) for m, f in zip(s.messages, flags, strict=False)]
+    return s
+
+
+@SETTINGS
+@given(pinned_scenarios())
+def test_a_pinned_message_is_never_summarized_away(s: Scenario) -> None:
+    """Issue 17: a pinned message (with its tool group) stays verbatim in the compacted
+    view, after the summary when it was in the middle, and is never reported summarized
+    or pruned; no tool call is split from its result; a compaction ends under the
+    threshold or fails with a reason and changes nothing."""
+    result, _ = _run(s)
+    inputs, policy = s.messages, s.policy
+    pinned = {m.id for m in inputs if m.pinned}
+    orphans = {m.id for m in repair_tool_pairing(inputs)[1]}  # no model can be sent them
+    must_keep = {inputs[i].id for i in pinned_indexes(inputs)} - orphans
+    event(f"{result.status}, {'some' if pinned else 'none'} pinned")
+    if result.status not in CHANGED_STATUSES:
+        assert result.status in FAILURE_STATUSES | {UNDER_THRESHOLD}
+        assert result.messages == tuple(inputs) and not result.summarized_ids
+        if result.status == PINS_TOO_LONG:  # without the pins there is room
+            assert result.detail and pinned
+            unpinned = replace(s, messages=[replace(m, pinned=False) for m in inputs])
+            assert _run(unpinned)[0].status not in (HEAD_TOO_LONG, TAIL_TOO_LONG)
+        return
+    check_kept(result, inputs, policy)
+    out = {m.id: m for m in result.messages}
+    for message_id in must_keep:
+        original = next(m for m in inputs if m.id == message_id)
+        assert out[message_id] == original, f"pinned {message_id} not verbatim"
+    assert not (pinned - orphans) & set(result.summarized_ids), "a pin was summarized"
+    assert not must_keep & set(result.pruned_ids), "a pin was pruned"
+    if s.well_paired_input:
+        assert is_well_paired(result.messages), "a tool call split from its result"
+    if result.status == PRUNED_ONLY:
+        return
+    assert result.tokens_after < policy.threshold_tokens
+    assert is_well_paired(result.messages)
+    assert set(result.pinned_ids) <= must_keep
+    at = result.messages.index(result.summary_message)
+    position = {m.id: i for i, m in enumerate(result.messages) if m.id is not None}
+    assert all(position[i] > at for i in result.pinned_ids), "middle pins follow the summary"

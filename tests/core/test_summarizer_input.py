@@ -28,7 +28,7 @@ from compaction.core import (
     should_reground,
 )
 from compaction.core.index import HEADER, parse_index
-from compaction.core.serialize import serialize_message, serialize_pieces
+from compaction.core.serialize import serialize_message, serialize_pieces, truncate_middle
 from compaction.core.tokens import conservative_tokens
 from tests.core.cases import transcript_messages
 
@@ -281,3 +281,27 @@ def test_the_fast_serializer_writes_what_serialize_message_writes() -> None:
         )
         assert pieces == [serialize_message(m) for m in messages], path.name
         assert costs == [conservative_tokens(p) + 1 for p in pieces], path.name
+
+
+@pytest.mark.parametrize(("head", "tail"), [(4000, 1500), (300, 0), (0, 200), (1, 1)])
+def test_the_fast_serializer_agrees_at_any_cut(head: int, tail: int) -> None:
+    """Also with a cut that keeps no tail (``text[-0:]`` is the whole text, not none of
+    it) and at every policy rate, for costs with emoji (four UTF-8 bytes) as well."""
+    messages = [
+        Message("user", "word " * 500, id=1),
+        Message("assistant", "解析器" * 400, (ToolCall("c", "run", "x" * 900),), id=2),
+        Message("tool", "😀" * 700, tool_call_id="c", id=3),
+    ]
+    for cpt in (1, 3, 4):
+        pieces, costs = serialize_pieces(
+            messages, [m.content for m in messages], head=head, tail=tail, chars_per_token=cpt
+        )
+        assert pieces == [serialize_message(m, head=head, tail=tail) for m in messages]
+        assert costs == [conservative_tokens(p, cpt) + 1 for p in pieces]
+        for piece in pieces:
+            assert len(piece) < head + tail + 200 + 2 * len("x" * 900)
+
+
+def test_a_cut_that_keeps_no_tail_keeps_none() -> None:
+    assert truncate_middle("abcdefgh", 2, 0) == "ab\n...[truncated 6 chars]...\n"
+    assert truncate_middle("abcdefgh", 0, 2) == "\n...[truncated 6 chars]...\ngh"

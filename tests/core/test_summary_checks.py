@@ -119,3 +119,18 @@ def test_a_plain_string_and_usage_figures_are_both_accepted() -> None:
     assert (result.input_tokens, result.output_tokens) == (1_234, 56)
     plain = compress(chat(4_000), POLICY, Scripted(GOOD), force=True)
     assert plain.status == COMPACTED and (plain.input_tokens, plain.output_tokens) == (0, 0)
+
+
+def test_a_too_long_summary_is_asked_again_for_fewer_tokens_than_the_input_has_characters() -> None:
+    """The check counts characters; a Chinese middle counts a token a character in the
+    request's input tokens, so a third of those could still be longer than the input once
+    written in English at the policy's rate (found by the dry-run property)."""
+    policy = CompactionPolicy(context_window=100_000, chars_per_token=7)
+    messages = chat(0)
+    messages[3] = Message("user", "解析器文件" * 100, id=4)  # 500 characters
+    model = Scripted("x" * 1_000, GOOD)
+    result = compress(messages, policy, model, force=True)
+    assert result.status == COMPACTED
+    first, retry = model.requests
+    assert retry.attempt == 1 and retry.target_tokens < first.target_tokens
+    assert retry.target_tokens * policy.chars_per_token <= 500 + 100, "fits what it summarizes"

@@ -5,7 +5,6 @@ failure bubble in English."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 
@@ -192,7 +191,7 @@ def test_tool_calls_and_results_are_collapsible(page: Page, data, daphne_url, ll
 
 def test_failure_bubble_in_english_starts_a_new_chat(page: Page, data, daphne_url) -> None:
     """No auxiliary model: the live failure bubble speaks English only (the stored error
-    is "未配置辅助模型 (no auxiliary model configured)"), and [start a new chat] opens a
+    is "未配置辅助模型 (no auxiliary model configured)"), and "start a new chat" opens a
     new chat with the same agent, still in English."""
     user = data.user("english")
     agent = data.agent(name="Helper", model_channel=data.channel())
@@ -205,14 +204,13 @@ def test_failure_bubble_in_english_starts_a_new_chat(page: Page, data, daphne_ur
     bubble = page.locator('#messages [data-event="compaction_failed"]')
     expect(bubble).to_contain_text(
         "Compaction failed: No auxiliary model is configured — you can continue the "
-        "conversation or start a new chat"  # the [ ] around the button are CSS
+        "conversation or start a new chat"
     )
     expect(bubble).to_contain_text("Choose an auxiliary model on the agent's page")
     assert not CJK.search(bubble.inner_text())
-    bubble.get_by_role("button", name="start a new chat").click()
-    expect(page).not_to_have_url(re.compile(rf"/chat/{session.pk}/"))
-    newest: Any = ChatSession.objects.filter(owner=user).order_by("-created_at").first()
-    assert newest.pk != session.pk and newest.agent_id == agent.pk
-    expect(page).to_have_url(re.compile(rf"/chat/{newest.pk}/$"))
+    bubble.get_by_role("link", name="start a new chat").click()
+    # a new chat with the same agent, stored with its first message (issue 16)
+    expect(page).to_have_url(re.compile(rf"/chat/new/\?from_session={session.pk}$"))
+    assert ChatSession.objects.filter(owner=user).count() == 1
     expect(page.get_by_label("Message", exact=True)).to_be_visible()
     expect(page.locator("#new-chat-agent")).to_have_value(str(agent.pk))

@@ -88,7 +88,11 @@ def test_auto_compaction_at_the_threshold(page: Page, data, daphne_url, llm, rea
 
     llm.aux_delay = 2.0  # long enough to watch the animation
     _send(page, "好，开始拆分吧。")
-    expect(page.locator("#compaction-pending")).to_have_text("正在压缩上下文...")
+    expect(page.locator("#compaction-pending .event-text")).to_have_text("正在压缩上下文...")
+    # for how long, and what for (issue 16 item 7)
+    expect(page.locator("#compaction-pending")).to_contain_text(
+        "e2e-aux-model (E2E summarizer) 正在撰写摘要"
+    )
     expect(page.locator("#compaction-flag")).to_have_attribute("data-compacting", "true")
     expect(page.locator("#meter-status .status-compacting")).to_be_visible()
     expect(page.locator("#meter-status .status-numbers")).to_be_hidden()
@@ -207,8 +211,11 @@ def test_invalid_auxiliary_channel_shows_the_failure_bubble(page: Page, data, da
     expect(failed).to_contain_text("压缩失败：")
     expect(failed).to_contain_text("可继续原对话或")
     expect(page.locator("#compaction-flag")).to_have_attribute("data-compacting", "false")
-    failed.get_by_role("button", name="开新对话").click()
-    expect(page).not_to_have_url(re.compile(rf"/chat/{session.pk}/"))
+    failed.get_by_role("link", name="开新对话").click()
+    # a new chat with the same agent, stored with its first message (issue 16)
+    expect(page).to_have_url(re.compile(rf"/chat/new/\?from_session={session.pk}$"))
+    _send(page, "重新开始")
+    expect(page).to_have_url(re.compile(r"/chat/[0-9a-f-]{36}/$"))
     newest = ChatSession.objects.filter(owner=user).order_by("-created_at").first()
     assert newest.pk != session.pk and newest.agent_id == agent.pk
     expect(page).to_have_url(re.compile(rf"/chat/{newest.pk}/$"))

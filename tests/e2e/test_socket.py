@@ -18,16 +18,13 @@ def test_chat_without_a_model_channel_says_how_to_add_one(
     expect(page.locator('[data-help="no-model-channel"]')).to_contain_text(
         "http://127.0.0.1:11434/v1"
     )
-    page.get_by_label("输入消息").fill("你好")
-    page.get_by_label("输入消息").press("Enter")
-    expect(page.locator("#messages article[data-role=user] .bubble")).to_have_text("你好")
-    alert = page.locator("#notices").get_by_role("alert")
-    expect(alert).to_contain_text("此 Agent 还没有配置模型渠道")
-    expect(page.locator("#turn-status")).to_have_attribute("data-busy", "false")
-    expect(page.get_by_label("输入消息")).to_have_value("")
-    assert [without_headers(f) for f in sent] == [
-        {"type": "chat", "sessionId": str(session.pk), "content": "你好"}
-    ]
+    # nothing can be sent that the agent could not answer (issue 16 item 9): a message
+    # stored now would go to the model later beside the next one, as a second user turn
+    expect(page.get_by_label("输入消息")).to_be_disabled()
+    expect(page.get_by_role("button", name="发送")).to_be_disabled()
+    expect(page.locator("#composer-disabled")).to_contain_text("暂时不能发送消息")
+    page.wait_for_timeout(200)
+    assert sent == []
     page.screenshot(path=shots / "no-model-channel.png", animations="disabled")
 
 
@@ -53,7 +50,7 @@ def test_unknown_slash_command_shows_a_hint_and_sends_nothing(page: Page, data, 
 
 def test_compact_frames_from_the_input_and_the_button(page: Page, data, daphne_url) -> None:
     user = data.user("frames")
-    session = data.session(owner=user, agent=data.agent())
+    session = data.session(owner=user, agent=data.agent(model_channel=data.channel()))
     data.login(page.context, user, daphne_url)
     sent = record_frames(page)
     open_chat(page, session)
@@ -71,9 +68,9 @@ def test_compact_frames_from_the_input_and_the_button(page: Page, data, daphne_u
     expect(page.locator("#messages article")).to_have_count(0)  # nothing sent as chat
 
 
-def test_shift_enter_makes_a_new_line(page: Page, data, daphne_url) -> None:
+def test_shift_enter_makes_a_new_line(page: Page, data, daphne_url, llm) -> None:
     user = data.user("newline")
-    session = data.session(owner=user, agent=data.agent())
+    session = data.session(owner=user, agent=data.agent(model_channel=data.channel()))
     data.login(page.context, user, daphne_url)
     sent = record_frames(page)
     open_chat(page, session)

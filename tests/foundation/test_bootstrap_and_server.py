@@ -83,12 +83,17 @@ def test_make_run_serves_the_login_page_and_prints_how_to_log_in(tmp_path) -> No
                 break
             except OSError:
                 time.sleep(0.3)
-        log.seek(0)
-        output = log.read()
+        output = ""
+        while time.monotonic() < deadline and "No model channel is configured" not in output:
+            log.seek(0)
+            output = log.read()
+            time.sleep(0.1)
         assert status == 200, output
         assert 'name="password"' in body
-        assert f"http://127.0.0.1:{port}/accounts/login/" in output
-        assert "user name: admin" in output
+        # how to log in comes once the port is open (issue 16 item 9), after saying so
+        listening = output.index(f"NetaClaw is listening on http://127.0.0.1:{port}")
+        assert output.index(f"http://127.0.0.1:{port}/accounts/login/") > listening
+        assert output.index("user name: admin") > listening
         assert "password:" in output and "No model channel is configured" in output
         css = urllib.request.urlopen(f"http://127.0.0.1:{port}/static/netaclaw/app.css")
         assert css.status == 200

@@ -10,7 +10,7 @@ from agents.services import messages_bulk_append
 from compaction.core import ToolCall
 from scripted_llm import Fail, Reply
 from tests.factories import make_agent, make_channel, make_session, make_user
-from tests.support.sockets import connect, receive_until, send, token_for
+from tests.support.sockets import connect, receive, receive_until, send, token_for
 from tests.support.summaries import SUMMARY, is_summary_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,6 +56,13 @@ async def test_a_turn_streams_runs_tools_and_stores_everything(llm_server, provi
     ws, _ = await connect(token=await token_for(user), origin=None)
     await send(ws, {"type": "chat", "sessionId": str(session.pk), "content": "写一个文件"})
     events = await receive_until(ws, "turn_done")
+    # the untitled chat takes its title from the message: its owner's sockets hear of it
+    assert {
+        "type": "session_updated",
+        "sessionId": str(session.pk),
+        "title": "写一个文件",
+    } in events
+    events = [e for e in events if e["type"] != "session_updated"]
     kinds = [e["type"] for e in events]
     assert kinds[0] == "message" and "delta" in kinds and kinds[-1] == "turn_done"
     stored = [e["message"] for e in events if e["type"] == "message"]
@@ -176,8 +183,11 @@ async def test_system_prompt_over_the_threshold_is_refused(llm_server) -> None:
     )()
     ws, _ = await connect(token=await token_for(user), origin=None)
     await send(ws, {"type": "chat", "sessionId": str(session.pk), "content": "hi"})
-    events = await receive_until(ws, "turn_done")
-    assert [e["reason"] for e in events if e["type"] == "error"] == ["system_prompt_too_long"]
-    assert "系统提示过长" in next(e for e in events if e["type"] == "error")["error"]
+    # refused before it is stored (issue 16 item 9): no turn, nothing to send later
+    event = await receive(ws)
+    assert event["type"] == "error" and event["reason"] == "system_prompt_too_long"
+    assert "系统提示过长" in event["error"]
+    assert await ws.receive_nothing(timeout=0.3)
     assert llm_server.requests == []
+    assert not await Message.objects.filter(session_id=session.pk).aexists()
     await ws.disconnect()

@@ -7,8 +7,9 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.test import Client
 
+from agents.models import Message
 from tests.factories import make_agent, make_session, make_user
-from tests.support.sockets import connect, receive, receive_until, send, token_for
+from tests.support.sockets import connect, receive, send, token_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -109,14 +110,15 @@ async def test_another_users_session_looks_like_an_unknown_one() -> None:
     await communicator.disconnect()
 
 
-async def test_chat_without_a_model_channel_is_a_clear_message_and_nothing_is_lost() -> None:
+async def test_chat_without_a_model_channel_is_refused_and_stores_nothing() -> None:
+    """Issue 16 item 9: a message the agent cannot answer is not stored, so it is never sent
+    later beside the next one as a second user turn."""
     user, session = await _user_and_session()
     communicator, _ = await connect(token=await token_for(user), origin=None)
     await send(communicator, {"type": "chat", "sessionId": str(session.pk), "content": "你好"})
-    events = await receive_until(communicator, "turn_done")
-    kinds = [e["type"] for e in events]
-    assert kinds == ["message", "error", "turn_done"]
-    assert events[0]["message"]["content"] == "你好" and events[0]["message"]["role"] == "user"
-    assert events[1]["reason"] == "no_model_channel"
-    assert "model channel" in events[1]["error"]
+    event = await receive(communicator)
+    assert event["type"] == "error" and event["reason"] == "no_model_channel"
+    assert event["sessionId"] == str(session.pk) and "model channel" in event["error"]
+    assert await communicator.receive_nothing(timeout=0.3)
+    assert not await Message.objects.filter(session=session).aexists()
     await communicator.disconnect()

@@ -115,11 +115,13 @@ async def test_a_chinese_conversation_compacts_before_the_real_count_reaches_the
     done = seen[kinds.index("compaction_done")]
     assert start["reason"] == "auto"
     assert max(chat_sizes) < window, "the real count never reached the window"
-    # the seed's estimate alone was still far under the threshold when it fired
-    assert done["tokensBefore"] < threshold * 0.6, done
     meter = [e for e in seen[: kinds.index("compaction_start")] if e["type"] == "token_update"]
     assert meter[-1]["context"]["usedTokens"] >= threshold
-    assert meter[-1]["context"]["usedTokens"] > 2 * done["tokensBefore"]
+    # one counter (issue 17 item 10): the compaction's figures are the token bar's (the
+    # seed's estimate alone was still far under the threshold when it fired)
+    assert done["tokensBefore"] >= meter[-1]["context"]["usedTokens"], done
+    after_meter = [e for e in seen[kinds.index("compaction_done") :] if e["type"] == "token_update"]
+    assert after_meter[0]["context"]["usedTokens"] == done["tokensAfter"], (after_meter[0], done)
     # the turn after the compaction is well under the threshold, in real tokens
     after = chat_sizes[-3:]
     assert all(size < threshold for size in after), (after, threshold)

@@ -68,8 +68,8 @@ def server() -> Iterator[ScriptedLLMServer]:
 
 
 def _is_summary_request(body: dict[str, Any]) -> bool:
-    """The auxiliary call is one non-streamed completion; chat turns stream, with tools."""
-    return not body.get("stream")
+    """The auxiliary call carries no tools; a chat turn always does (both stream)."""
+    return not body.get("tools")
 
 
 @database_sync_to_async

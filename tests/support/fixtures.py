@@ -20,3 +20,14 @@ def llm_server() -> Iterator[ScriptedLLMServer]:
     """A started ScriptedLLMServer, stopped after the test."""
     with ScriptedLLMServer() as server:
         yield server
+
+
+@pytest.fixture
+def background_compaction(settings) -> Iterator[None]:
+    """Background compaction on (tests/settings.py turns it off elsewhere); afterwards every
+    preparation started has ended and nothing prepared is left for the next test."""
+    from compaction import background
+
+    settings.NETACLAW = {**settings.NETACLAW, "BACKGROUND_COMPACTION": True}
+    yield
+    background.settle(timeout=30)

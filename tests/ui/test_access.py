@@ -111,5 +111,5 @@ def test_agent_edit_needs_owner_or_staff(client, user, other_user, staff, agent)
 
 def test_methods_are_restricted(zh_client, session) -> None:
     assert zh_client.post(f"/chat/{session.pk}/").status_code == 405
-    assert zh_client.get("/chat/new/").status_code == 405
+    assert zh_client.put("/chat/new/").status_code == 405  # GET: the page of a new chat
     assert zh_client.post(f"/chat/{session.pk}/messages/?before=1").status_code == 405

@@ -181,8 +181,9 @@ def test_stored_compaction_bubbles_render(zh_client, session) -> None:
     assert link.get("hx-target") == "#summary-drawer"
     failed = doc.select(data_event="compaction_failed")[0]
     assert "压缩失败：辅助模型超时 可继续原对话或" in " ".join(failed.text().split())
-    new_chat = failed.select("button")[0]
-    assert new_chat.text() == "开新对话" and new_chat.get("hx-post") == "/chat/new/"
+    new_chat = failed.select("a")[0]
+    assert new_chat.text() == "开新对话"
+    assert new_chat.get("href") == f"/chat/new/?from_session={session.pk}"
 
 
 def test_full_view_marks_compacted_messages_and_shows_the_banner(zh_client, session) -> None:
@@ -304,16 +305,23 @@ def test_no_model_channel_is_explained(client, user, staff) -> None:
     assert doc.select(data_help="no-model-channel")[0].select("a", href="/channels/new/")
 
 
-def test_new_chat_creates_a_session_and_redirects(zh_client, user, agent) -> None:
+def test_new_chat_opens_a_page_and_stores_nothing(zh_client, user, agent) -> None:
+    """Issue 16 item 3: New chat stores no chat; its first message does (socket)."""
     response = zh_client.post("/chat/new/", {"agent": agent.pk})
-    session = ChatSession.objects.get(owner=user)
-    assert response.status_code == 302 and response["Location"] == f"/chat/{session.pk}/"
+    assert response.status_code == 302 and response["Location"] == f"/chat/new/?agent={agent.pk}"
+    session = make_session(owner=user, agent=agent)
     again = zh_client.post(
         "/chat/new/", {"from_session": str(session.pk)}, headers={"HX-Request": "true"}
     )
-    newest = ChatSession.objects.filter(owner=user).exclude(pk=session.pk).get()
-    assert again.status_code == 200 and again["HX-Redirect"] == f"/chat/{newest.pk}/"
-    assert newest.agent == agent
+    assert again.status_code == 200 and again["HX-Redirect"] == f"/chat/new/?agent={agent.pk}"
+    for url in (f"/chat/new/?agent={agent.pk}", f"/chat/new/?from_session={session.pk}"):
+        doc = parse(zh_client.get(url).content)
+        chat = doc.by_id("chat")
+        assert chat.get("data-session-id") == "" and chat.get("ws-connect") == "/ws/chat/html/"
+        form = doc.by_id("chat-form")
+        assert form.select("input", name="agent")[0].get("value") == str(agent.pk)
+        assert not form.select("input", name="sessionId")
+    assert list(ChatSession.objects.filter(owner=user)) == [session]
 
 
 def test_new_chat_refuses_an_agent_the_user_cannot_see(zh_client, other_user, user) -> None:

@@ -71,6 +71,14 @@ def test_every_server_event_type_has_a_rendering() -> None:
         Delta: Delta(SID, "x"),
         TurnDone: TurnDone(SID),
         ErrorEvent: ErrorEvent("bad"),
+        events.SessionCreated: events.SessionCreated(SID, 3, "Plan", "Helper"),
+        events.SessionUpdated: events.SessionUpdated(SID, "Plan"),
+        events.SessionDeleted: events.SessionDeleted(SID),
+        events.CompactionUndone: events.CompactionUndone(SID, 9, 3, 1),
+        events.CompactionSuggested: events.CompactionSuggested(SID, {"usedTokens": 800}),
+        events.MessageUpdated: events.MessageUpdated(
+            SID, {"id": 1, "role": "user", "content": "hi", "pinned": True}
+        ),
     }
     assert set(typing.get_args(events.ServerEvent)) == set(samples)
     for cls, event in samples.items():
@@ -144,7 +152,8 @@ def test_token_update_replaces_bar_and_status() -> None:
         compaction_count=2,
         tool_tokens=90,
     )
-    bar, status, pending, flag = _frame(event)
+    bar, status, alert, pending, flag = _frame(event)
+    assert (alert.id, alert.elements) == ("meter-alert", [])  # within the window
     assert (pending.id, pending.elements, flag.get("data-compacting")) == (
         "compaction-status",
         [],
@@ -263,9 +272,9 @@ def test_compaction_failed_is_escaped_and_offers_a_new_chat(zh_client, session) 
     (bubble,) = appended.elements
     assert bubble.get("role") == "alert" and bubble.id == f"msg-{stored.pk}"
     assert f"压缩失败：{HOSTILE} 可继续原对话或" in " ".join(bubble.text().split())
-    button = bubble.select("button")[0]
-    assert button.text() == "开新对话" and button.get("hx-post") == "/chat/new/"
-    assert str(session.pk) in button.get("hx-vals")
+    link = bubble.select("a")[0]  # a link, not a bracketed button (issue 16 item 9)
+    assert link.text() == "开新对话"
+    assert link.get("href") == f"/chat/new/?from_session={session.pk}"
     _no_live_markup([appended])
     page = parse(zh_client.get(f"/chat/{session.pk}/").content)
     assert _tree(page.by_id(bubble.id)) == _tree(bubble)

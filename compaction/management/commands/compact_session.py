@@ -56,7 +56,11 @@ class Command(BaseCommand):
                 self.stderr.write(f"summarizing chunk {index}/{count}…")
 
             outcome = service.compact(
-                session=session, reason="manual", instructions=instructions, progress=progress
+                session=session,
+                reason="manual",
+                instructions=instructions,
+                progress=progress,
+                trigger="command",
             )
             if outcome.status != "done":
                 raise CommandError(f"{outcome.reason}: {outcome.error}")

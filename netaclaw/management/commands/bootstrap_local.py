@@ -1,12 +1,33 @@
-"""`make run`'s first step: admin account, demo agent, and how to log in."""
+"""The first-run set-up of `make run` on its own: admin account, demo agent, how to log in
+(`run_local` does the same, then serves, and prints how to log in once the port is open)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, OutputWrapper
+from django.core.management.color import Style
 
-from netaclaw.bootstrap import CHANNEL_HELP, bootstrap
+from netaclaw.bootstrap import CHANNEL_HELP, BootstrapReport, bootstrap
+
+
+def write_login(out: OutputWrapper, style: Style, report: BootstrapReport, url: str) -> None:
+    """Where to log in, with which account, and what to set up first."""
+    out.write(style.SUCCESS(f"Log in at {url}/accounts/login/"))
+    out.write(f"  user name: {report.username}")
+    if report.password:
+        out.write(f"  password:  {report.password}")
+    else:
+        out.write(
+            "  password:  (set earlier and not on file; reset it with "
+            f"`python manage.py changepassword {report.username}`)"
+        )
+    out.write(f"  (kept in {report.password_file}, readable only by you)")
+    for channel in report.channels_created:
+        out.write(f"  model channel added from the environment: {channel}")
+    if not report.has_channel:
+        out.write("")
+        out.write(style.WARNING(CHANNEL_HELP))
 
 
 class Command(BaseCommand):
@@ -18,18 +39,4 @@ class Command(BaseCommand):
     def handle(self, *args: Any, url: str, **options: Any) -> None:
         report = bootstrap()
         self.stdout.write("")
-        self.stdout.write(self.style.SUCCESS(f"NetaClaw is starting: {url}/accounts/login/"))
-        self.stdout.write(f"  user name: {report.username}")
-        if report.password:
-            self.stdout.write(f"  password:  {report.password}")
-        else:
-            self.stdout.write(
-                "  password:  (set earlier and not on file; reset it with "
-                f"`python manage.py changepassword {report.username}`)"
-            )
-        self.stdout.write(f"  (kept in {report.password_file}, readable only by you)")
-        for channel in report.channels_created:
-            self.stdout.write(f"  model channel added from the environment: {channel}")
-        if not report.has_channel:
-            self.stdout.write("")
-            self.stdout.write(self.style.WARNING(CHANNEL_HELP))
+        write_login(self.stdout, self.style, report, url)

@@ -1,0 +1,195 @@
+"""The turn that crosses the compaction threshold, against a normal turn (issue 14 item 6).
+
+A chat is filled to just under the soft threshold (10 points below the agent's), then a user
+sends a message every ``--think`` seconds (reading the answer, typing the next) until a
+compaction has happened and a few turns more. The auxiliary model takes ``--aux-seconds``
+to write a summary; the main model answers after ``--model-seconds`` (a fast model's time
+to an answer). Each turn runs as the socket runs it (``accept_chat``, then the gateway),
+against the scripted model server on loopback. Two modes in the same run, side by side:
+background compaction on (the summary is prepared from the soft threshold while the user
+types) and off (the compaction runs inside the turn that crosses the threshold).
+
+    .venv/bin/python -m bench.background_compaction [--aux-seconds 5] [--think 6] [--write]
+
+Reported per mode: the median normal turn, the crossing turn, their ratio (target with
+background compaction: ≤ 1.2×) and the crossing turn's extra milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from bench.chat_turn import _configure_database, _one_turn, _prepare_database
+from bench.report import write_section
+from scripted_llm import ScriptedLLMServer
+from scripted_llm.server import Reply
+
+WINDOW = 8_000  # the main model's context window, tokens
+THRESHOLD_PERCENT = 80
+USER_TEXT = "Please continue the migration plan and keep every detail: " + "step " * 150
+ANSWER_TEXT = "Done: the next part of the plan is written down. " * 6
+SUMMARY_TEXT = (
+    "## Goal\nMigrate the service.\n## Progress\n"
+    + "".join(f"- step {i} done\n" for i in range(40))
+    + "## Next steps\n- continue\n"
+)
+AFTER_COMPACTION_TURNS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ModeResult:
+    mode: str
+    normal_ms: float  # median of the turns that did not compact
+    crossing_ms: float  # the turn during which the compaction happened
+    turns: int
+
+    @property
+    def ratio(self) -> float:
+        return self.crossing_ms / self.normal_ms
+
+
+def _responder(aux_seconds: float, model_seconds: float):  # type: ignore[no-untyped-def]
+    def respond(body: dict[str, Any], wire: str) -> Reply:
+        if body.get("model") == "bench-aux":
+            return Reply(text=SUMMARY_TEXT, delay=aux_seconds)
+        return Reply(text=ANSWER_TEXT, delay=model_seconds)
+
+    return respond
+
+
+def _make_session(base_url: str, mode: str) -> str:
+    from django.contrib.auth import get_user_model
+
+    from agents.models import Agent, ChatSession, ModelChannel
+    from agents.services import messages_bulk_append
+    from compaction.core import Message, estimate_tokens
+
+    user = get_user_model().objects.create_user(username=f"bg-{mode}", password="x" * 16)
+    main = ModelChannel.objects.create(
+        name=f"main {mode}",
+        provider="openai_compatible",
+        base_url=base_url,
+        api_key="bench",
+        model="bench-main",
+        context_window=WINDOW,
+    )
+    aux = ModelChannel.objects.create(
+        name=f"aux {mode}",
+        provider="openai_compatible",
+        base_url=base_url,
+        api_key="bench",
+        model="bench-aux",
+        is_auxiliary=True,
+    )
+    agent = Agent.objects.create(
+        name=f"bench {mode}",
+        system_prompt="You help with migrations.",
+        model_channel=main,
+        auxiliary_model_channel=aux,
+        compaction_threshold_percent=THRESHOLD_PERCENT,
+    )
+    session = ChatSession.objects.create(owner=user, agent=agent)
+    soft = WINDOW * (THRESHOLD_PERCENT - 10) // 100
+    per_pair = estimate_tokens(Message(role="user", content=USER_TEXT)) + estimate_tokens(
+        Message(role="assistant", content=ANSWER_TEXT)
+    )
+    rows: list[dict[str, str]] = []
+    while (len(rows) // 2 + 2) * per_pair < soft:  # one turn short of the soft threshold
+        rows += [
+            {"role": "user", "content": f"{len(rows)} {USER_TEXT}"},
+            {"role": "assistant", "content": ANSWER_TEXT},
+        ]
+    messages_bulk_append(session=session, rows=rows)
+    return str(session.pk)
+
+
+def _compactions(session_id: str) -> int:
+    from agents.models import ChatSession
+
+    return ChatSession.objects.get(pk=session_id).compaction_count
+
+
+def run_mode(mode: str, base_url: str, think: float, max_turns: int = 12) -> ModeResult:
+    from django.conf import settings
+
+    settings.NETACLAW["BACKGROUND_COMPACTION"] = mode == "background"
+    session_id = _make_session(base_url, mode)
+    normal: list[float] = []
+    crossing: float | None = None
+    after = 0
+    for _ in range(max_turns):
+        before = _compactions(session_id)
+        start = time.perf_counter()
+        asyncio.run(_one_turn(session_id, USER_TEXT))
+        elapsed = (time.perf_counter() - start) * 1000
+        if _compactions(session_id) > before and crossing is None:
+            crossing = elapsed
+        else:
+            normal.append(elapsed)
+            after += crossing is not None
+        if after >= AFTER_COMPACTION_TURNS:
+            break
+        time.sleep(think)  # the user reads the answer and types the next message
+    if crossing is None:
+        raise SystemExit(f"{mode}: no compaction within {max_turns} turns")
+    return ModeResult(mode, statistics.median(normal), crossing, len(normal) + 1)
+
+
+def render(results: list[ModeResult], command: str, args: argparse.Namespace) -> str:
+    lines = [
+        "## Background compaction (the turn that crosses the threshold)",
+        "",
+        f"Command: `{command}` — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
+        f"database {os.environ['DATABASE_URL'].split(':', 1)[0]}. Window {WINDOW} tokens, "
+        f"threshold {THRESHOLD_PERCENT}% (soft threshold 10 points below); auxiliary model "
+        f"{args.aux_seconds:g} s per summary, main model {args.model_seconds:g} s per answer, "
+        f"{args.think:g} s between a turn's end and the next message.",
+        "",
+        "| mode | turns | normal turn median (ms) | crossing turn (ms) | extra (ms) | ratio |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.mode} | {r.turns} | {r.normal_ms:.0f} | {r.crossing_ms:.0f} | "
+            f"{r.crossing_ms - r.normal_ms:.0f} | {r.ratio:.2f}× |"
+        )
+    background = next(r for r in results if r.mode == "background")
+    verdict = "met" if background.ratio <= 1.2 else "NOT met"
+    lines += [
+        "",
+        f"Target (background compaction, crossing turn ≤ 1.2× a normal turn): **{verdict}** "
+        f"({background.ratio:.2f}×).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--aux-seconds", type=float, default=5.0)
+    parser.add_argument("--model-seconds", type=float, default=1.0)
+    parser.add_argument("--think", type=float, default=6.0)
+    parser.add_argument("--write", action="store_true", help="record the table in BENCHMARKS.md")
+    args = parser.parse_args()
+    _configure_database()
+    _prepare_database()
+    with ScriptedLLMServer(responder=_responder(args.aux_seconds, args.model_seconds)) as server:
+        results = [
+            run_mode(mode, server.openai_base_url, args.think)
+            for mode in ("background", "in the turn")
+        ]
+    command = "python -m bench.background_compaction" + (" --write" if args.write else "")
+    text = render(results, command, args)
+    print(text)
+    if args.write:
+        write_section(text, "## Background compaction")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""What a user changes by hand in a compacted history (issue 17 items 2 and 6).
+
+- **Pins**: any message can be pinned; the core never summarizes a pinned message away
+  (``compaction.core``: it stays verbatim in the compacted view). Pinning an original that
+  an earlier compaction already replaced brings it back into the compacted view, with the
+  tool calls or results it pairs with (the "pin that brings it back" of the dropped-facts
+  list); pinning a pruned tool output gives it its text back.
+- **Summary edits**: the content of a summary still in effect can be rewritten; every edit
+  is kept in the compaction's audit record with who made it, when, and the text before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.broadcast import publish
+from agents.events import MessageUpdated
+from agents.history_pages import message_for_session
+from agents.message_format import message_to_json
+from agents.models import ChatSession, CompactionRecord, Message, Role
+from agents.storable import storable_text
+from compaction.core import Message as CoreMessage
+from compaction.core import ToolCall, estimate_tokens
+
+SUMMARY_MAX_CHARS = 200_000
+
+
+class EditRefused(Exception):
+    """An edit refused with a reason of ``agents.reasons`` (not_a_summary, summary_not_active)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def stored_estimate(message: Message) -> int:
+    """A stored message's token estimate, as ``agents.services`` computes it on insert."""
+    calls = tuple(
+        ToolCall(
+            id=str(c.get("id", "")),
+            name=str(c.get("name", "")),
+            arguments=str(c.get("arguments", "")),
+        )
+        for c in message.tool_calls or ()
+    )
+    return estimate_tokens(
+        CoreMessage(role=message.role, content=message.content, tool_calls=calls)  # type: ignore[arg-type]
+    )
+
+
+def _pair(message: Message) -> list[Message]:
+    """The message and what its tool pairing needs beside it, among the originals the same
+    summary replaced: an assistant's results, a result's call."""
+    if message.compacted_into_id is None:
+        return [message]
+    group = Message.objects.filter(
+        session_id=message.session_id,
+        compacted_into_id=message.compacted_into_id,
+        compacted_at__isnull=False,
+    )
+    if message.role == Role.ASSISTANT and message.tool_calls:
+        ids = [str(c.get("id", "")) for c in message.tool_calls]
+        return [message, *group.filter(role=Role.TOOL, tool_call_id__in=ids)]
+    if message.role == Role.TOOL and message.tool_call_id:
+        calls = [
+            m
+            for m in group.filter(role=Role.ASSISTANT).exclude(tool_calls=[])
+            if any(str(c.get("id", "")) == message.tool_call_id for c in m.tool_calls)
+        ]
+        return [*calls, message, *_siblings(calls, message)]
+    return [message]
+
+
+def _siblings(calls: list[Message], message: Message) -> list[Message]:
+    """The other results of the calls a result belongs to (the call keeps all of them)."""
+    ids = [str(c.get("id", "")) for m in calls for c in m.tool_calls]
+    if not ids:
+        return []
+    return list(
+        Message.objects.filter(
+            session_id=message.session_id,
+            compacted_into_id=message.compacted_into_id,
+            compacted_at__isnull=False,
+            role=Role.TOOL,
+            tool_call_id__in=ids,
+        ).exclude(pk=message.pk)
+    )
+
+
+def message_pin(*, session: ChatSession, message_id: int, pinned: bool) -> list[Message]:
+    """Pin or unpin one message of the session (``MessageNotFound`` when it is not one);
+    returns every message that changed (a pin may bring originals back). Announced as
+    ``message_updated`` after the commit."""
+    with transaction.atomic():
+        message = message_for_session(session=session, message_id=message_id)
+        changed = [message]
+        message.pinned = pinned
+        fields = ["pinned"]
+        if pinned and message.pruned_at is not None:
+            message.pruned_at = None
+            message.token_estimate = stored_estimate(message)
+            fields += ["pruned_at", "token_estimate"]
+        message.save(update_fields=fields)
+        if pinned and message.compacted_at is not None and not message.is_compaction_summary:
+            back = _pair(message)
+            Message.objects.filter(pk__in=[m.pk for m in back]).update(compacted_at=None)
+            changed = [
+                *Message.objects.filter(pk__in=[m.pk for m in back]).order_by("position", "id")
+            ]
+        _announce_after_commit(session, changed)
+    return changed
+
+
+def summary_edit(*, session: ChatSession, message_id: int, content: str, editor: Any) -> Message:
+    """Rewrite a summary still in effect; the edit (who, when, the text before) goes into
+    its compaction's audit record (or, for a summary older than the records, its own
+    metadata)."""
+    text = storable_text(content)
+    with transaction.atomic():
+        summary = message_for_session(session=session, message_id=message_id)
+        if not summary.is_compaction_summary:
+            raise EditRefused("not_a_summary")
+        if summary.compacted_at is not None:
+            raise EditRefused("summary_not_active")
+        now = timezone.now()
+        edit = {
+            "by": getattr(editor, "username", "") or "",
+            "byId": getattr(editor, "pk", None),
+            "at": now.isoformat(),
+            "previous": summary.content,
+        }
+        summary.content = text
+        summary.token_estimate = stored_estimate(summary)
+        summary.metadata = {
+            **(summary.metadata or {}),
+            "edited": True,
+            "editedAt": now.isoformat(),
+        }
+        record = (
+            CompactionRecord.objects.select_for_update()
+            .filter(Q(summary_message=summary), session=session)
+            .first()
+        )
+        if record is not None:
+            record.edits = [*(record.edits or []), edit]
+            record.save(update_fields=["edits"])
+        else:
+            summary.metadata["edits"] = [*summary.metadata.get("edits", []), edit]
+        summary.save(update_fields=["content", "token_estimate", "metadata"])
+        _announce_after_commit(session, [summary])
+    return summary
+
+
+def _announce_after_commit(session: ChatSession, messages: list[Message]) -> None:
+    sid = str(session.pk)
+    payloads = [message_to_json(m) for m in messages]
+
+    def announce() -> None:
+        for payload in payloads:
+            publish(sid, MessageUpdated(sid, payload))
+
+    transaction.on_commit(announce)

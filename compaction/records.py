@@ -1,0 +1,255 @@
+"""The audit record of every compaction (issue 17 item 9; CONTRACT §7).
+
+``CompactionAudit`` collects, while a compaction runs, what would otherwise be thrown away:
+who asked (the trigger), the instructions it ran with, the auxiliary channel and model, the
+usage each summary request reported, how many requests there were and how long it took.
+The service writes one ``CompactionRecord`` from it at its end, whatever the end: done (in
+the write-back's transaction, so an undo always finds it), failed, cancelled or skipped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from django.db import DatabaseError
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from agents.models import (
+    ChatSession,
+    CompactionRecord,
+    CompactionStatus,
+    CompactionTrigger,
+    Message,
+    ModelChannel,
+)
+from compaction import core
+from compaction.core import SummaryReply
+
+# the service's outcome statuses → a record's status ("nothing": a start that found
+# nothing to do is recorded as skipped, with its reason)
+_STATUS: dict[str, str] = {
+    "done": CompactionStatus.DONE,
+    "failed": CompactionStatus.FAILED,
+    "cancelled": CompactionStatus.CANCELLED,
+    "skipped": CompactionStatus.SKIPPED,
+    "nothing": CompactionStatus.SKIPPED,
+}
+
+
+def trigger_for(reason: str, trigger: str | None) -> str:
+    """A record's trigger: the caller's, else the service's ``reason`` (auto or manual)."""
+    if trigger in CompactionTrigger.values:
+        return str(trigger)
+    return CompactionTrigger.AUTO if reason == "auto" else CompactionTrigger.MANUAL
+
+
+def combined_instructions(standing: str, focus: str | None) -> str | None:
+    """The agent's standing instructions, then this compaction's focus (``/compact <focus>``
+    adds to them, issue 17 item 3); None when there are none."""
+    parts = [p.strip() for p in (standing, focus or "") if p and p.strip()]
+    return "\n\n".join(parts) or None
+
+
+@dataclass
+class CompactionAudit:
+    """Filled in while one compaction runs. ``count`` may be called from the core's worker
+    threads (parts are summarized concurrently), so it holds a lock."""
+
+    trigger: str
+    instructions: str = ""
+    up_to: int | None = None
+    started_at: datetime = field(default_factory=timezone.now)
+    started: float = field(default_factory=time.monotonic)
+    channel_name: str = ""
+    model: str = ""
+    requests: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    tokens_before: int = 0
+    dropped: list[dict[str, Any]] = field(default_factory=list)  # set once it is done
+    notes: str = ""  # the agent's notes before it (compaction.notes), kept with the summary
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def use_channel(self, channel: ModelChannel) -> None:
+        self.channel_name, self.model = channel.name, channel.model
+
+    def count(self, reply: SummaryReply | str) -> None:
+        """One summary request answered, with the usage its provider reported (if any)."""
+        with self._lock:
+            self.requests += 1
+            if isinstance(reply, SummaryReply):
+                if reply.input_tokens is not None:
+                    self.input_tokens = (self.input_tokens or 0) + reply.input_tokens
+                if reply.output_tokens is not None:
+                    self.output_tokens = (self.output_tokens or 0) + reply.output_tokens
+
+    def count_prepared(self, result: core.CompactionResult) -> None:
+        """The summary was prepared ahead (``compaction.background``): its requests and
+        the usage they reported count for this compaction."""
+        with self._lock:
+            self.requests += len(result.requests)
+            if result.input_tokens:
+                self.input_tokens = (self.input_tokens or 0) + result.input_tokens
+            if result.output_tokens:
+                self.output_tokens = (self.output_tokens or 0) + result.output_tokens
+
+    def count_failed(self) -> None:
+        """A summary request that raised (the provider failed): it still counts."""
+        with self._lock:
+            self.requests += 1
+
+    @property
+    def duration_ms(self) -> int:
+        return max(0, round((time.monotonic() - self.started) * 1000))
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "trigger": self.trigger,
+            "instructions": self.instructions,
+            "up_to_message_id": self.up_to,
+            "started_at": self.started_at,
+            "auxiliary_channel": self.channel_name[:100],
+            "auxiliary_model": self.model[:200],
+            "aux_input_tokens": self.input_tokens,
+            "aux_output_tokens": self.output_tokens,
+            "request_count": self.requests,
+            "duration_ms": self.duration_ms,
+        }
+
+
+def dropped_json(
+    result: core.CompactionResult,
+    inputs: Sequence[core.Message],
+    original_contents: Mapping[int, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Issue 17 item 7: the numbers, paths, URLs and identifiers of the summarized originals
+    (``inputs`` the core was given, pruned outputs in full) that neither the summary nor
+    the kept context mentions — ``core.dropped_facts``, each with its message id."""
+    finder = getattr(core, "dropped_facts", None)
+    if finder is None or result.summary_message is None:
+        return []
+    gone = set(result.summarized_ids)
+    contents = original_contents or {}
+    summarized = [
+        replace(m, content=contents.get(m.id, m.content))
+        for m in inputs
+        if m.id is not None and m.id in gone
+    ]
+    kept_text = "\n".join(_text_of(m) for m in result.messages)
+    facts = finder(summarized, kept_text)
+    return [{"value": f.value, "kind": f.kind, "messageId": f.message_id} for f in facts]
+
+
+def _text_of(message: core.Message) -> str:
+    calls = " ".join(f"{c.name} {c.arguments}" for c in message.tool_calls)
+    return f"{message.content} {calls}" if calls else message.content
+
+
+def link_event(event: Message, record: CompactionRecord) -> None:
+    """The bubble names its record (the page's undo button and drawer ask for it)."""
+    event.metadata = {**(event.metadata or {}), "compactionId": record.pk}
+    event.save(update_fields=["metadata"])
+
+
+def record_done(
+    *,
+    session: ChatSession,
+    audit: CompactionAudit,
+    summary: Message | None,
+    event: Message | None,
+    tokens_before: int,
+    tokens_after: int,
+    removed_count: int,
+    pruned_ids: list[int],
+) -> CompactionRecord:
+    """A done compaction's record; call it inside the write-back's transaction."""
+    return CompactionRecord.objects.create(
+        session=session,
+        summary_message=summary,
+        event_message=event,
+        status=CompactionStatus.DONE,
+        tokens_before=tokens_before,
+        tokens_after=tokens_after,
+        removed_count=removed_count,
+        pruned_ids=sorted(pruned_ids),
+        dropped=audit.dropped,
+        **audit.fields(),
+    )
+
+
+def record_outcome(
+    *,
+    session: ChatSession,
+    audit: CompactionAudit,
+    status: str,
+    reason: str | None,
+    error: str | None,
+    tokens: int,
+) -> CompactionRecord | None:
+    """The record of a compaction that changed nothing (failed, cancelled, skipped). Never
+    raises: a failing audit write must not turn the outcome into another failure."""
+    try:
+        return CompactionRecord.objects.create(
+            session=session,
+            status=_STATUS.get(status, CompactionStatus.FAILED),
+            reason=(reason or "")[:64],
+            error=error or "",
+            tokens_before=tokens,
+            tokens_after=tokens,
+            **audit.fields(),
+        )
+    except DatabaseError:
+        return None
+
+
+def records_for_session(*, session: ChatSession) -> QuerySet[CompactionRecord]:
+    """A session's records, newest first."""
+    return CompactionRecord.objects.filter(session=session).order_by("-started_at", "-id")
+
+
+def latest_active(*, session: ChatSession) -> CompactionRecord | None:
+    """The compaction an undo may undo: the session's last one applied and not undone."""
+    return (
+        CompactionRecord.objects.filter(session=session, status=CompactionStatus.DONE)
+        .order_by("-id")
+        .first()
+    )
+
+
+def record_json(record: CompactionRecord, *, detail: bool = False) -> dict[str, Any]:
+    """CONTRACT §7's shape of a record; ``detail`` adds the instructions, the edits, the
+    dropped facts and when it was undone."""
+    data: dict[str, Any] = {
+        "id": record.pk,
+        "summaryMessageId": record.summary_message_id,
+        "trigger": record.trigger,
+        "status": record.status,
+        "reason": record.reason or None,
+        "tokensBefore": record.tokens_before,
+        "tokensAfter": record.tokens_after,
+        "removedCount": record.removed_count,
+        "auxiliaryChannel": record.auxiliary_channel or None,
+        "auxiliaryModel": record.auxiliary_model or None,
+        "auxInputTokens": record.aux_input_tokens,
+        "auxOutputTokens": record.aux_output_tokens,
+        "requestCount": record.request_count,
+        "durationMs": record.duration_ms,
+        "startedAt": record.started_at.isoformat(),
+    }
+    if detail:
+        data.update(
+            {
+                "instructions": record.instructions,
+                "upTo": record.up_to_message_id,
+                "undoneAt": record.undone_at.isoformat() if record.undone_at else None,
+                "edits": list(record.edits or []),
+                "dropped": list(record.dropped or []),
+            }
+        )
+    return data

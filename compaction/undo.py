@@ -1,0 +1,145 @@
+"""Undo a compaction (issue 17 item 1; CONTRACT §7).
+
+Compaction deletes nothing, so undoing one is a write-back in reverse: the originals the
+summary replaced become active again (and the tool outputs it pruned get their text back),
+the summary is marked undone and kept for the audit, and the record says ``undone``. Only
+the latest compaction still in effect can be undone — an older one's summary may have been
+folded into a later one — so the compacted view afterwards is exactly the one before that
+compaction, plus whatever was stored since (later turns keep their positions after the
+restored messages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from channels.db import database_sync_to_async
+from django.db import transaction
+from django.utils import timezone
+
+from agents.broadcast import publish
+from agents.events import CompactionUndone, ErrorEvent, TokenUpdate
+from agents.meter import meter_read
+from agents.models import ChatSession, CompactionRecord, CompactionStatus, Message
+from agents.reasons import wire_text
+from agents.selectors import compaction_running
+from compaction import records, trigger
+from compaction.controls import stored_estimate
+
+
+class UndoRefused(Exception):
+    """The undo is refused with a reason of ``agents.reasons`` (not_latest, in_progress,
+    nothing_to_undo)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(wire_text(reason))
+        self.reason = reason
+        self.error = wire_text(reason)
+
+
+class RecordNotFound(LookupError):
+    """No compaction record of that id in this session."""
+
+
+@dataclass(frozen=True, slots=True)
+class UndoOutcome:
+    record_id: int
+    summary_message_id: int | None
+    restored_count: int
+
+
+def _target(session: ChatSession, record_id: int | None) -> CompactionRecord:
+    latest = records.latest_active(session=session)
+    if record_id is None:
+        if latest is None:
+            raise UndoRefused("nothing_to_undo")
+        return latest
+    record = CompactionRecord.objects.filter(session=session, pk=record_id).first()
+    if record is None:
+        raise RecordNotFound(record_id)
+    if latest is None or latest.pk != record.pk:
+        raise UndoRefused("not_latest")
+    return record
+
+
+def compaction_undo(*, session: ChatSession, record_id: int | None = None) -> UndoOutcome:
+    """Undo the compaction of ``record_id`` (None: the latest one in effect).
+
+    Raises ``RecordNotFound`` or ``UndoRefused``; announces ``compaction_undone`` and the
+    meter after the commit."""
+    if compaction_running(session_id=session.pk):
+        raise UndoRefused("in_progress")
+    now = timezone.now()
+    with transaction.atomic():
+        locked = ChatSession.objects.select_for_update().get(pk=session.pk)
+        record = _target(locked, record_id)
+        restored: set[int] = set()
+        summary = record.summary_message
+        if summary is not None:
+            originals = Message.objects.filter(session=locked, compacted_into=summary)
+            restored.update(
+                originals.filter(compacted_at__isnull=False).values_list("pk", flat=True)
+            )
+            originals.update(compacted_at=None, compacted_into=None)
+            summary.compacted_at = now
+            summary.metadata = {**(summary.metadata or {}), "undone": True}
+            summary.save(update_fields=["compacted_at", "metadata"])
+        pruned = list(
+            Message.objects.filter(
+                session=locked, pk__in=record.pruned_ids or [], pruned_at__isnull=False
+            )
+        )
+        for message in pruned:
+            message.pruned_at = None
+            message.token_estimate = stored_estimate(message)
+        Message.objects.bulk_update(pruned, ["pruned_at", "token_estimate"])
+        restored.update(m.pk for m in pruned)
+        record.status = CompactionStatus.UNDONE
+        record.undone_at = now
+        record.save(update_fields=["status", "undone_at"])
+        if record.event_message is not None:
+            bubble = record.event_message
+            bubble.metadata = {**(bubble.metadata or {}), "undone": True}
+            bubble.save(update_fields=["metadata"])
+        ChatSession.objects.filter(pk=locked.pk).update(
+            compaction_count=max(0, locked.compaction_count - 1),
+            # the provider's last figure counted the compacted context: the meter estimates
+            # again, with the ratio the compaction kept (``token_calibration``)
+            last_input_tokens=None,
+            last_input_position=None,
+            compaction_suggested_at=None,
+            auto_compaction_paused_reason=trigger.pause_after_undo(
+                trigger=record.trigger, current=locked.auto_compaction_paused_reason
+            ),
+        )
+        outcome = UndoOutcome(record.pk, record.summary_message_id, len(restored))
+        transaction.on_commit(lambda: _announce(str(session.pk), outcome))
+    return outcome
+
+
+def _announce(session_id: str, outcome: UndoOutcome) -> None:
+    publish(
+        session_id,
+        CompactionUndone(
+            session_id=session_id,
+            summary_message_id=outcome.summary_message_id,
+            restored_count=outcome.restored_count,
+            compaction_id=outcome.record_id,
+        ),
+    )
+    session = ChatSession.objects.select_related("agent__model_channel").get(pk=session_id)
+    publish(session_id, TokenUpdate.of(session_id, meter_read(session=session)))
+
+
+@database_sync_to_async
+def undo_for_socket(session_id: str, record_id: int | None) -> ErrorEvent | None:
+    """An ``undo`` frame (its session's access was checked): None when it was undone (the
+    events went to the session's group), else the refusal to send back."""
+    session = ChatSession.objects.select_related("agent").get(pk=session_id)
+    try:
+        compaction_undo(session=session, record_id=record_id)
+    except RecordNotFound:
+        return ErrorEvent(wire_text("nothing_to_undo"), "nothing_to_undo", session_id)
+    except UndoRefused as exc:
+        return ErrorEvent(exc.error, exc.reason, session_id)
+    return None

@@ -1,0 +1,132 @@
+"""The REST API of compaction control (issue 17; CONTRACT §7): records, undo, pins and
+summary edits. Thin views over ``compaction.records``, ``compaction.undo`` and
+``compaction.controls``, behind the same access gate as every session endpoint; a refusal
+answers ``{"error", "reason"}`` with the status of its reason (``agents.reasons``)."""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents import reasons
+from agents.history_pages import MessageNotFound, message_for_session
+from agents.message_format import message_to_json
+from agents.models import ChatSession, CompactionRecord
+from compaction import records
+from compaction.controls import EditRefused, message_pin, summary_edit
+from compaction.undo import RecordNotFound, UndoRefused, compaction_undo
+from web.api import SESSION_ID, ApiView, SessionMessageDetailView, _own_session
+from web.serializers import (
+    CompactionRecordDetailSerializer,
+    CompactionRecordSerializer,
+    ErrorSerializer,
+    MessagePatchSerializer,
+    MessageSerializer,
+    UndoResultSerializer,
+)
+
+RECORD_ID = OpenApiParameter("record_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+MESSAGE_ID = OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+
+
+def _refusal(reason: str) -> Response:
+    """``{"error", "reason"}`` in the request's language, with the reason's status."""
+    return Response(
+        {"error": reasons.message(reason), "reason": reason}, status=reasons.http_status(reason)
+    )
+
+
+def _record(session: ChatSession, record_id: int) -> CompactionRecord:
+    record = CompactionRecord.objects.filter(session=session, pk=record_id).first()
+    if record is None:
+        raise exceptions.NotFound(_("No such compaction."))
+    return record
+
+
+class SessionCompactionsView(ApiView):
+    """``GET /api/sessions/<id>/compactions/``: the session's compaction records, newest
+    first (every trigger and ending: done, failed, cancelled, skipped, undone)."""
+
+    @extend_schema(parameters=[SESSION_ID], responses=CompactionRecordSerializer(many=True))
+    def get(self, request: Request, session_id: str) -> Response:
+        session = _own_session(request, session_id)
+        rows = records.records_for_session(session=session)
+        return Response([records.record_json(r) for r in rows])
+
+
+class SessionCompactionDetailView(ApiView):
+    """One record with what it was asked for (``instructions``, ``upTo``), its summary's
+    edits and what it dropped (``dropped``: values of the summarized originals found in
+    neither the summary nor the kept context, each with its message id)."""
+
+    @extend_schema(
+        parameters=[SESSION_ID, RECORD_ID],
+        responses={200: CompactionRecordDetailSerializer, 404: ErrorSerializer},
+    )
+    def get(self, request: Request, session_id: str, record_id: int) -> Response:
+        session = _own_session(request, session_id)
+        return Response(records.record_json(_record(session, record_id), detail=True))
+
+
+class SessionCompactionUndoView(ApiView):
+    """``POST /api/sessions/<id>/compactions/<record id>/undo/`` → ``{"restoredCount"}``."""
+
+    @extend_schema(
+        parameters=[SESSION_ID, RECORD_ID],
+        request=None,
+        responses={200: UndoResultSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
+        description="The originals of the compaction become active again, its summary is "
+        "marked undone (kept), later messages stay after them. 409 not_latest unless it is "
+        "the latest compaction still in effect; 409 in_progress while one runs.",
+    )
+    def post(self, request: Request, session_id: str, record_id: int) -> Response:
+        session = _own_session(request, session_id)
+        try:
+            outcome = compaction_undo(session=session, record_id=record_id)
+        except RecordNotFound as exc:
+            raise exceptions.NotFound(_("No such compaction.")) from exc
+        except UndoRefused as exc:
+            return _refusal(exc.reason)
+        return Response({"restoredCount": outcome.restored_count})
+
+
+class SessionMessageView(SessionMessageDetailView):
+    """``GET`` one whole message; ``PATCH`` ``{"pinned"}`` (any message) and/or
+    ``{"content"}`` (a summary still in effect; kept in its record's ``edits``)."""
+
+    @extend_schema(
+        parameters=[SESSION_ID, MESSAGE_ID],
+        request=MessagePatchSerializer,
+        responses={
+            200: MessageSerializer,
+            400: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+        },
+        operation_id="sessions_message_partial_update",
+    )
+    def patch(self, request: Request, session_id: str, message_id: int) -> Response:
+        session = _own_session(request, session_id)
+        body = MessagePatchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            if "content" in data:
+                summary_edit(
+                    session=session,
+                    message_id=message_id,
+                    content=data["content"],
+                    editor=request.user,
+                )
+            if "pinned" in data:
+                message_pin(session=session, message_id=message_id, pinned=data["pinned"])
+            message = message_for_session(session=session, message_id=message_id)
+        except MessageNotFound as exc:
+            raise exceptions.NotFound(_("No such message.")) from exc
+        except EditRefused as exc:
+            return _refusal(exc.reason)
+        return Response(message_to_json(message))
