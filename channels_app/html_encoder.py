@@ -54,6 +54,7 @@ from django.utils.translation import ngettext
 from agents.events import (
     CompactionDone,
     CompactionFailed,
+    CompactionProgress,
     CompactionSkipped,
     CompactionStart,
     CompactionSuggested,
@@ -246,6 +247,12 @@ def _compaction_suggested(event: CompactionSuggested) -> str:
     return _notice(text, None, "info")
 
 
+def _compaction_progress(event: CompactionProgress) -> str:
+    """Nothing yet: the page's pending bubble keeps its spinner; the JSON socket carries the
+    text as it is written."""
+    return ""
+
+
 def _message_updated(event: MessageUpdated) -> str:
     """The bubble again, swapped in place by its id (a pin, an edited summary)."""
     view = message_view(event.message)
@@ -266,6 +273,7 @@ _RENDERERS: dict[type, Callable[[Any], str]] = {
     CompactionSkipped: _compaction_skipped,
     CompactionUndone: _compaction_undone,
     CompactionSuggested: _compaction_suggested,
+    CompactionProgress: _compaction_progress,
     MessageUpdated: _message_updated,
     TurnDone: _turn_done,
     ErrorEvent: _error,

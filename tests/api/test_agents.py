@@ -21,6 +21,7 @@ AGENT_FIELDS = {
     "compaction_threshold_percent",
     "compaction_protect_first_n",
     "compaction_reground",
+    "compaction_notes",
     "search_history_enabled",
     "compaction_mode",
     "compaction_instructions",
