@@ -131,8 +131,7 @@ def dropped_json(
     """Issue 17 item 7: the numbers, paths, URLs and identifiers of the summarized originals
     (``inputs`` the core was given, pruned outputs in full) that neither the summary nor
     the kept context mentions — ``core.dropped_facts``, each with its message id."""
-    finder = getattr(core, "dropped_facts", None)
-    if finder is None or result.summary_message is None:
+    if result.summary_message is None:
         return []
     gone = set(result.summarized_ids)
     contents = original_contents or {}
@@ -141,14 +140,8 @@ def dropped_json(
         for m in inputs
         if m.id is not None and m.id in gone
     ]
-    kept_text = "\n".join(_text_of(m) for m in result.messages)
-    facts = finder(summarized, kept_text)
+    facts = core.dropped_facts(summarized, core.context_text(result.messages))
     return [{"value": f.value, "kind": f.kind, "messageId": f.message_id} for f in facts]
-
-
-def _text_of(message: core.Message) -> str:
-    calls = " ".join(f"{c.name} {c.arguments}" for c in message.tool_calls)
-    return f"{message.content} {calls}" if calls else message.content
 
 
 def link_event(event: Message, record: CompactionRecord) -> None:

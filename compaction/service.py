@@ -138,7 +138,11 @@ class CompactionService:
         """What a manual compaction would do now; no model call, no writes."""
         messages = core_messages_for_session(session)
         p = core.plan(messages, policy_for_session(session, messages=messages), force=True)
-        summarized = len([m for m in p.middle if m.id is not None])
+        kept = set(p.pinned_indexes)  # pins stay verbatim: not summarized
+        start = p.span.start if p.span else 0
+        summarized = sum(
+            1 for i, m in enumerate(p.middle, start) if m.id is not None and i not in kept
+        )
         return PlanReport(
             status=p.status,
             message_count=len(messages),

@@ -114,11 +114,11 @@ def _message_facts(message: Message, seen: set[str]) -> Iterator[tuple[Kind, str
 
 def context_text(messages: Sequence[Message]) -> str:
     """What a compacted context holds, as one text to look facts up in: every message's
-    content and tool-call arguments (the summary message included)."""
+    content, tool-call names and arguments (the summary message included)."""
     parts: list[str] = []
     for m in messages:
         parts.append(m.content)
-        parts.extend(call.arguments or "" for call in m.tool_calls)
+        parts.extend(f"{call.name} {call.arguments or ''}" for call in m.tool_calls)
     return "\n".join(parts)
 
 
