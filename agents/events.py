@@ -30,7 +30,9 @@ class CompactionDone:
     tokens_before: int
     tokens_after: int
     event_message: dict[str, Any] | None = None  # the stored bubble, for the HTML encoder
-    compaction_id: int | None = None  # its audit record (what an undo names; issue 17)
+    # its audit record, for the page's undo button; not on the wire (CONTRACT §5 lists the
+    # fields exactly: a program finds the record by summaryMessageId in the records API)
+    compaction_id: int | None = None
     type: str = field(default="compaction_done", init=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -41,7 +43,6 @@ class CompactionDone:
             "summaryMessageId": self.summary_message_id,
             "tokensBefore": self.tokens_before,
             "tokensAfter": self.tokens_after,
-            "compactionId": self.compaction_id,
         }
 
 
@@ -98,7 +99,6 @@ class CompactionUndone:
             "sessionId": self.session_id,
             "summaryMessageId": self.summary_message_id,
             "restoredCount": self.restored_count,
-            "compactionId": self.compaction_id,
         }
 
 

@@ -51,12 +51,15 @@ async def test_compact_up_to_then_undo_over_the_socket(llm_server) -> None:
     await send(ws, {"type": "compact", "sessionId": sid, "upTo": before[12]})
     events = await receive_until(ws, "compaction_done", timeout=20)
     done = events[-1]
-    assert done["compactionId"] is not None and done["removedCount"] > 0
+    assert done["removedCount"] > 0 and "compactionId" not in done  # CONTRACT §5: exact fields
+    record = await database_sync_to_async(CompactionRecord.objects.get)(
+        summary_message_id=done["summaryMessageId"]
+    )
     later = await database_sync_to_async(
         lambda: list(Message.objects.filter(pk__in=before[12:], compacted_at__isnull=False))
     )()
     assert later == []
-    await send(ws, {"type": "undo", "sessionId": sid, "compactionId": done["compactionId"]})
+    await send(ws, {"type": "undo", "sessionId": sid, "compactionId": record.pk})
     events = await receive_until(ws, "compaction_undone", timeout=10)
     undone = events[-1]
     assert undone == {
@@ -64,7 +67,6 @@ async def test_compact_up_to_then_undo_over_the_socket(llm_server) -> None:
         "sessionId": sid,
         "summaryMessageId": done["summaryMessageId"],
         "restoredCount": done["removedCount"],
-        "compactionId": done["compactionId"],
     }
     assert await _visible_ids(session) == before
     await send(ws, {"type": "undo", "sessionId": sid})
@@ -124,6 +126,8 @@ async def test_mode_off_never_compacts_but_compact_still_works(llm_server) -> No
     meter = (await receive_until(ws, "token_update", timeout=10))[-1]
     # one counter: the bubble's figures and the bar's
     assert meter["context"]["usedTokens"] == done["tokensAfter"]
-    record = await database_sync_to_async(CompactionRecord.objects.get)(pk=done["compactionId"])
+    record = await database_sync_to_async(CompactionRecord.objects.get)(
+        summary_message_id=done["summaryMessageId"]
+    )
     assert (record.trigger, record.status) == ("manual", "done")
     await ws.disconnect()

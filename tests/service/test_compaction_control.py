@@ -58,7 +58,7 @@ def test_a_done_compaction_is_recorded_with_the_auxiliary_usage(llm_server) -> N
     assert record.duration_ms >= 0 and record.started_at is not None
     bubble = record.event_message
     assert bubble is not None and bubble.metadata["compactionId"] == record.pk
-    assert outcome.event is not None and outcome.event.to_json()["compactionId"] == record.pk
+    assert outcome.event is not None and outcome.event.compaction_id == record.pk
 
 
 def test_failed_and_skipped_compactions_are_recorded(llm_server) -> None:
