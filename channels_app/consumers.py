@@ -17,6 +17,7 @@ from django.conf import settings
 from django.utils import translation
 
 from agents.access import SessionNotFound, session_for_user
+from agents.broadcast import apublish
 from agents.events import Delta, ErrorEvent, MessageStored, ServerEvent, TurnDone
 from channels_app.auth import RevocableSocket
 from channels_app.consumer_base import EventSocketConsumer
@@ -26,7 +27,7 @@ from channels_app.html_encoder import render_event_html, render_stream_html
 from channels_app.protocol import ChatFrame, NewChatFrame, RetryFrame, StopFrame, UndoFrame
 from channels_app.stream_preview import StreamPreview
 from chat import control
-from chat.turn import AcceptedChat, accept_chat, accept_new_chat
+from chat.turn import AcceptedChat, accept_chat, accept_new_chat, read_token_update
 from compaction.undo import undo_for_socket
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,8 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             refusal = await undo_for_socket(session_id, frame.compaction_id)
             if refusal is not None:
                 await self.send_event(refusal)
+            else:
+                await apublish(session_id, await read_token_update(session_id))
             return
         await gateway.submit_compact(
             session_id=session_id,

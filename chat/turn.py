@@ -274,9 +274,13 @@ def _between_steps(
     return due, False
 
 
-@database_sync_to_async
-def read_token_update(session_id: str) -> TokenUpdate:
+def token_update_now(session_id: str) -> TokenUpdate:
+    """The token bar's reading with its breakdown, for a change made outside a turn (a
+    compaction, an undo): only this layer knows the tools a turn sends."""
     return TokenUpdate.of(session_id, context_reading(session=_load_session(session_id)))
+
+
+read_token_update = database_sync_to_async(token_update_now)
 
 
 @database_sync_to_async

@@ -18,8 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents.broadcast import publish
-from agents.events import CompactionUndone, ErrorEvent, TokenUpdate
-from agents.meter import meter_read
+from agents.events import CompactionUndone, ErrorEvent
 from agents.models import ChatSession, CompactionRecord, CompactionStatus, Message
 from agents.reasons import wire_text
 from agents.selectors import compaction_running
@@ -118,6 +117,8 @@ def compaction_undo(*, session: ChatSession, record_id: int | None = None) -> Un
 
 
 def _announce(session_id: str, outcome: UndoOutcome) -> None:
+    """The event; the token bar's reading (with its breakdown, which needs the turn's tools)
+    is the caller's to publish (``chat.turn.token_update_now``)."""
     publish(
         session_id,
         CompactionUndone(
@@ -127,8 +128,6 @@ def _announce(session_id: str, outcome: UndoOutcome) -> None:
             compaction_id=outcome.record_id,
         ),
     )
-    session = ChatSession.objects.select_related("agent__model_channel").get(pk=session_id)
-    publish(session_id, TokenUpdate.of(session_id, meter_read(session=session)))
 
 
 @database_sync_to_async

@@ -13,9 +13,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents import reasons
+from agents.broadcast import publish
 from agents.history_pages import MessageNotFound, message_for_session
 from agents.message_format import message_to_json
 from agents.models import ChatSession, CompactionRecord
+from chat.turn import token_update_now
 from compaction import records
 from compaction.controls import EditRefused, message_pin, summary_edit
 from compaction.undo import RecordNotFound, UndoRefused, compaction_undo
@@ -91,6 +93,7 @@ class SessionCompactionUndoView(ApiView):
             raise exceptions.NotFound(_("No such compaction.")) from exc
         except UndoRefused as exc:
             return _refusal(exc.reason)
+        publish(session.pk, token_update_now(str(session.pk)))
         return Response({"restoredCount": outcome.restored_count})
 
 

@@ -68,6 +68,9 @@ async def test_compact_up_to_then_undo_over_the_socket(llm_server) -> None:
         "summaryMessageId": done["summaryMessageId"],
         "restoredCount": done["removedCount"],
     }
+    meter = (await receive_until(ws, "token_update", timeout=10))[-1]
+    assert set(meter["context"]["breakdown"]) >= {"systemPrompt", "pins", "summary", "free"}
+    assert meter["context"]["breakdown"]["summary"] == 0  # the summary is undone
     assert await _visible_ids(session) == before
     await send(ws, {"type": "undo", "sessionId": sid})
     refused = (await receive_until(ws, "error", timeout=10))[-1]
