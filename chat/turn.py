@@ -256,22 +256,37 @@ def _read_after_compaction(session_id: str) -> AfterCompaction:
     return AfterCompaction(session, TokenUpdate.of(session_id, reading), context, visible)
 
 
+@dataclass(frozen=True, slots=True)
+class StepCheck:
+    """What the database says between two model calls of one turn."""
+
+    compaction_due: bool = False  # mode auto, at the threshold
+    stop: bool = False  # a stop asked this turn to end
+    suggestion: CompactionSuggested | None = None  # mode ask, first time at the threshold
+
+
 @database_sync_to_async
-def _between_steps(
-    session_id: str, holder: str, visible: VisibleTokens | None
-) -> tuple[bool, bool]:
-    """(automatic compaction is due, a stop asked this turn to end) — read together;
-    ``visible``: the turn's own figures (else the meter asks the database)."""
+def _between_steps(session_id: str, holder: str, visible: VisibleTokens | None) -> StepCheck:
+    """Read together, once per step; ``visible``: the turn's own figures (else the meter
+    asks the database). A long tool loop can cross the threshold mid-turn: mode ``ask``
+    says so then, not only at the next user message."""
     session = _load_session(session_id)
-    stop = bool(holder) and session.turn_stop_holder == holder
+    if holder and session.turn_stop_holder == holder:
+        return StepCheck(stop=True)
     reading = meter_read(session=session, visible=visible)
-    if not stop and background.preparation_due(session=session, reading=reading):
+    if background.preparation_due(session=session, reading=reading):
         background.start(session_id)  # the summary is ready by the threshold, or nearer
-    if stop or not reading.over_threshold:
-        return False, stop
+    if not reading.over_threshold:
+        return StepCheck()
     visible_count = model_visible(session=session).count()
-    due = auto_compaction_due(session=session, reading=reading, visible_count=visible_count)
-    return due, False
+    return StepCheck(
+        compaction_due=auto_compaction_due(
+            session=session, reading=reading, visible_count=visible_count
+        ),
+        suggestion=compaction_suggest(
+            session=session, reading=reading, visible_count=visible_count
+        ),
+    )
 
 
 def token_update_now(session_id: str) -> TokenUpdate:
@@ -540,11 +555,14 @@ class ChatTurn:
         """Between two model calls of one turn: end here when a stop reached the turn's
         holder in the database; compact when the context has filled up (once per turn if
         it fails, so a failing auxiliary model cannot loop)."""
-        due, stop = await _between_steps(self.session_id, self.holder, self.visible)
-        if stop:
+        check = await _between_steps(self.session_id, self.holder, self.visible)
+        if check.stop:
             self.stop.request()
             raise TurnStopped
-        if self.auto_compaction_failed or not due:
+        if check.suggestion is not None:
+            async with self._writes():
+                await apublish(self.session_id, check.suggestion)
+        if self.auto_compaction_failed or not check.compaction_due:
             return messages
         outcome = await compaction.acompact(self.session_id, reason="auto", cancel=self.stop.cancel)
         self.auto_compaction_failed = outcome.status != "done"

@@ -4,13 +4,15 @@ one counter (``compaction_done``'s figures are the token bar's)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from channels.db import database_sync_to_async
 
 from agents.models import CompactionRecord, Message
 from agents.selectors import llm_history_load
 from agents.services import messages_bulk_append
-from scripted_llm import Reply
+from scripted_llm import Reply, ToolCall
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.support.sockets import connect, receive_until, send, token_for
 from tests.support.summaries import SUMMARY, is_summary_request
@@ -133,4 +135,30 @@ async def test_mode_off_never_compacts_but_compact_still_works(llm_server) -> No
         summary_message_id=done["summaryMessageId"]
     )
     assert (record.trigger, record.status) == ("manual", "done")
+    await ws.disconnect()
+
+
+async def test_mode_ask_suggests_between_tool_steps_of_one_turn(llm_server) -> None:
+    """A tool loop that crosses the threshold mid-turn: ask mode says so before the turn
+    ends (and the turn goes on), not only at the next user message."""
+    window = 8000
+    call = ToolCall("c1", "write_file", json.dumps({"path": "notes.md", "content": "x"}))
+    llm_server.enqueue(
+        Reply(tool_calls=[call], input_tokens=window * 9 // 10),  # over 70% after the call
+        Reply(text="完成。"),
+    )
+    user, session = await _setup(llm_server, window=window, history=6, mode="ask")
+    sid = str(session.pk)
+    ws, _ = await connect(token=await token_for(user), origin=None)
+    await send(ws, {"type": "chat", "sessionId": sid, "content": "写笔记"})
+    events = await receive_until(ws, "turn_done", timeout=30)
+    kinds = [e["type"] for e in events]
+    assert "compaction_start" not in kinds
+    assert kinds.count("compaction_suggested") == 1
+    # said between the two model calls: after the tool result, before the final answer
+    tool_stored = next(
+        i for i, e in enumerate(events) if e["type"] == "message" and e["message"]["role"] == "tool"
+    )
+    answer = max(i for i, e in enumerate(events) if e["type"] == "delta")
+    assert tool_stored < kinds.index("compaction_suggested") < answer
     await ws.disconnect()
