@@ -214,6 +214,7 @@ def test_invalid_auxiliary_channel_shows_the_failure_bubble(page: Page, data, da
     failed.get_by_role("link", name="开新对话").click()
     # a new chat with the same agent, stored with its first message (issue 16)
     expect(page).to_have_url(re.compile(rf"/chat/new/\?from_session={session.pk}$"))
+    expect(page.locator("#chat")).to_have_attribute("data-ws", "open")  # chat.js is bound
     _send(page, "重新开始")
     expect(page).to_have_url(re.compile(r"/chat/[0-9a-f-]{36}/$"))
     newest = ChatSession.objects.filter(owner=user).order_by("-created_at").first()
