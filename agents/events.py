@@ -127,6 +127,33 @@ class CompactionProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionPreviewReady:
+    """A manual compaction asked for with ``preview`` wrote its summary and applied nothing
+    (issue 17 item 6): ``summary`` is the summary's text as the drawer shows it and an
+    accept may rewrite it; ``previewId`` names it in ``preview_accept`` / ``preview_discard``.
+    It ends the ``compaction_start`` it followed (no ``compaction_done``)."""
+
+    session_id: str
+    preview_id: int
+    summary: str
+    removed_count: int
+    tokens_before: int
+    tokens_after: int
+    type: str = field(default="compaction_preview", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "sessionId": self.session_id,
+            "previewId": self.preview_id,
+            "summary": self.summary,
+            "removedCount": self.removed_count,
+            "tokensBefore": self.tokens_before,
+            "tokensAfter": self.tokens_after,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class MeterReading:
     """The context meter's figures (DESIGN 13), read by ``agents.meter.meter_read``: the one
     definition of the meter's fields, carried as they are by ``TokenUpdate`` and shown by the
@@ -336,6 +363,7 @@ ServerEvent = (
     | CompactionUndone
     | CompactionSuggested
     | CompactionProgress
+    | CompactionPreviewReady
     | TokenUpdate
     | MessageStored
     | MessageUpdated
@@ -357,6 +385,7 @@ _BY_TYPE: dict[str, type] = {
         CompactionUndone,
         CompactionSuggested,
         CompactionProgress,
+        CompactionPreviewReady,
         TokenUpdate,
         MessageStored,
         MessageUpdated,

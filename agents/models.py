@@ -439,3 +439,42 @@ class CompactionRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trigger} {self.status} #{self.pk}"
+
+
+class CompactionPreview(models.Model):
+    """A manual compaction's summary, shown before it applies (issue 17 item 6).
+
+    What the write-back needs to apply exactly that summary to exactly that span later —
+    the ids it replaces and prunes, and a fingerprint of the history it was made from — so
+    accepting it calls no model. At most one per session (a new one replaces it); it
+    expires (``compaction.preview.PREVIEW_TTL``) and is never sent to a model."""
+
+    session = models.ForeignKey(
+        ChatSession, on_delete=models.CASCADE, related_name="compaction_previews"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # the summary message's whole content, as the write-back would store it
+    summary = models.TextField(_("summary"))
+    # (id, is summary, pinned, content hash) of each message the summary was made from
+    fingerprint = models.JSONField(default=list, blank=True)
+    instructions = models.TextField(_("instructions"), blank=True)
+    up_to_message_id = models.PositiveBigIntegerField(null=True, blank=True)
+    tokens_before = models.PositiveIntegerField(_("tokens before"), default=0)
+    tokens_after = models.PositiveIntegerField(_("tokens after"), default=0)
+    # the write-back's inputs: summarized and pruned ids, language, chain depth, calibration…
+    result = models.JSONField(default=dict, blank=True)
+    # the audit of the summary's making (channel, model, usage, requests, duration, trigger)
+    audit = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("compaction preview")
+        verbose_name_plural = _("compaction previews")
+        constraints = [
+            models.UniqueConstraint(fields=["session"], name="compaction_preview_one_per_session"),
+        ]
+
+    def __str__(self) -> str:
+        return f"preview #{self.pk} of {self.session_id}"

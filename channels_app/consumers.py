@@ -24,10 +24,19 @@ from channels_app.consumer_base import EventSocketConsumer
 from channels_app.framing import outgoing_limit
 from channels_app.gateway import gateway
 from channels_app.html_encoder import render_event_html, render_stream_html
-from channels_app.protocol import ChatFrame, NewChatFrame, RetryFrame, StopFrame, UndoFrame
+from channels_app.protocol import (
+    ChatFrame,
+    NewChatFrame,
+    PreviewAcceptFrame,
+    PreviewDiscardFrame,
+    RetryFrame,
+    StopFrame,
+    UndoFrame,
+)
 from channels_app.stream_preview import StreamPreview
 from chat import control
 from chat.turn import AcceptedChat, accept_chat, accept_new_chat, read_token_update
+from compaction.preview import accept_for_socket, discard_for_socket
 from compaction.undo import undo_for_socket
 
 logger = logging.getLogger(__name__)
@@ -111,11 +120,25 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             else:
                 await apublish(session_id, await read_token_update(session_id))
             return
+        if isinstance(frame, PreviewAcceptFrame):  # issue 17: as an undo, events to the group
+            refusal = await accept_for_socket(
+                session_id, frame.preview_id, frame.summary, self.user
+            )
+            if refusal is not None:
+                await self.send_event(refusal)
+            else:
+                await apublish(session_id, await read_token_update(session_id))
+            return
+        if isinstance(frame, PreviewDiscardFrame):
+            await discard_for_socket(session_id, frame.preview_id)
+            return
         await gateway.submit_compact(
             session_id=session_id,
             instructions=frame.instructions,
             reply=self.send_event,
             up_to=frame.up_to,
+            preview=frame.preview,
+            user_id=self.user.pk,
         )
 
     async def submit_accepted(self, accepted: AcceptedChat) -> None:

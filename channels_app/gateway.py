@@ -28,6 +28,7 @@ from agents.broadcast import apublish
 from agents.events import CompactionSkipped, ErrorEvent, MessageStored, ServerEvent
 from agents.reasons import wire_text
 from chat import control, turn
+from compaction import preview
 from compaction import service as compaction
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,9 @@ class CompactJob:
     reply: Reply
     at: float = field(default_factory=time.time)
     up_to: int | None = None  # compact only what comes before this message (issue 17)
+    # write the summary, apply nothing: a preview kept for this user (``compaction.preview``)
+    preview: bool = False
+    user_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +103,22 @@ class Gateway:
         self._ensure_worker(runner)
 
     async def submit_compact(
-        self, *, session_id: str, instructions: str | None, reply: Reply, up_to: int | None = None
+        self,
+        *,
+        session_id: str,
+        instructions: str | None,
+        reply: Reply,
+        up_to: int | None = None,
+        preview: bool = False,
+        user_id: int | None = None,
     ) -> None:
         runner = self.runner(session_id)
         if compaction.is_compacting_here(session_id) or runner.compaction_asked:
             await _safe_reply(reply, _skipped(session_id))
             return
-        job = CompactJob(session_id, instructions, reply, up_to=up_to)
+        job = CompactJob(
+            session_id, instructions, reply, up_to=up_to, preview=preview, user_id=user_id
+        )
         lease = await control.try_acquire(session_id, control.COMPACT)
         if lease is None and await control.compaction_elsewhere(session_id):
             await _safe_reply(reply, _skipped(session_id))
@@ -230,8 +243,9 @@ class Gateway:
 
 
 async def _manual_compaction(job: CompactJob, lease: control.TurnLease) -> None:
-    """A ``compact`` frame's compaction, under the turn lease (a chat sent meanwhile is
-    queued). A stop ends it at once: the worker thread writes nothing after the cancel."""
+    """A ``compact`` frame's compaction (or, with ``preview``, its summary kept as a
+    preview), under the turn lease (a chat sent meanwhile is queued). A stop ends it at
+    once: the worker thread writes nothing after the cancel."""
     task = asyncio.ensure_future(
         compaction.acompact(
             job.session_id,
@@ -239,6 +253,7 @@ async def _manual_compaction(job: CompactJob, lease: control.TurnLease) -> None:
             instructions=job.instructions,
             cancel=lease.stop.cancel,
             up_to=job.up_to,
+            keep=preview.keeper(created_by=job.user_id) if job.preview else None,
         )
     )
     stop = asyncio.ensure_future(lease.stop.event.wait())

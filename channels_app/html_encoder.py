@@ -19,13 +19,22 @@ Ids the page provides and the frames target:
                             ``data-compacting``
 ``#compaction-status``      replaced: holds the 「正在压缩上下文...」 bubble
                             ``#compaction-pending`` while a compaction runs
+``#compaction-progress``    replaced (CompactionProgress): the summary so far, inside
+                            ``#compaction-pending`` (``chat.js`` drops it when the
+                            page shows no running compaction)
 ``#turn-status``            replaced (TurnDone, ErrorEvent): ``data-busy="false"``; a
                             user's message released into the history: ``"true"``
 ``#queued``                 ``beforeend``: a message sent while a turn runs, as a chip
                             under it (the page removes the chip when the message
                             arrives in ``#messages``)
-``#notices``                ``beforeend``: alerts (ErrorEvent, CompactionSkipped)
+``#notices``                ``beforeend``: alerts (ErrorEvent, CompactionSkipped);
+                            CompactionUndone adds the ``data-history-refresh`` signal
+                            on which ``chat.js`` reloads ``#messages``
 ``#meter-alert``            replaced (TokenUpdate): the over-the-window warning
+``#context-breakdown``      replaced (TokenUpdate with a breakdown): the figures of
+                            the token bar's "Context" panel
+``#compaction-suggestion``  replaced: the ask-mode callout (CompactionSuggested);
+                            emptied by a TokenUpdate under the threshold
 ``#session-items``          ``afterbegin``: the chat this page just started
                             (SessionCreated)
 ``#session-signal``         replaced (SessionCreated, SessionUpdated, SessionDeleted):
@@ -54,6 +63,7 @@ from django.utils.translation import ngettext
 from agents.events import (
     CompactionDone,
     CompactionFailed,
+    CompactionPreviewReady,
     CompactionProgress,
     CompactionSkipped,
     CompactionStart,
@@ -161,8 +171,21 @@ def _token_update(event: TokenUpdate) -> str:
         _render("token_bar.html", context)
         + _render("meter_status.html", context)
         + _render("meter_alert.html", context)
+        + _context_figures(event, context)
         + _compaction_state(event.compacting)
     )
+
+
+def _context_figures(event: TokenUpdate, context: dict[str, Any]) -> str:
+    """The context panel's figures when the reading has them (a reading without its
+    breakdown leaves the last ones), and no ask-mode callout once the context is back
+    under the threshold (issue 17 items 4 and 11)."""
+    html = ""
+    if event.breakdown is not None:
+        html += _render("context_breakdown.html", context)
+    if not event.over_threshold:
+        html += _render("suggest_slot.html", {"suggest": False, "oob": True})
+    return html
 
 
 def _compaction_start(event: CompactionStart) -> str:
@@ -186,6 +209,7 @@ def _compaction_done(event: CompactionDone) -> str:
         error="",
         reason="",
         summary_message_id=event.summary_message_id,
+        compaction_id=event.compaction_id,  # the bubble's Undo (never on the JSON wire)
     )
     bubble = _stored_bubble(event.session_id, event.event_message, fallback)
     return _compaction_state(False) + _append("messages", bubble)
@@ -229,28 +253,49 @@ def _error(event: ErrorEvent) -> str:
     return _notice(event.error, event.reason, "error") + idle
 
 
-# --- compaction control (issue 17): plain notices and an in-place bubble until the page's
-# own controls come (the JSON socket carries every field) ------------------------------
+# --- compaction control (issue 17): the page's own controls; the JSON socket carries every
+# field ---------------------------------------------------------------------------------
+
+# the live summary shows its newest characters only: a frame stays small however long the
+# summary grows (the drawer has the whole text once it is stored)
+PROGRESS_TAIL_CHARS = 4_000
 
 
 def _compaction_undone(event: CompactionUndone) -> str:
+    """A notice, and the signal on which ``chat.js`` reloads the message list: the restored
+    originals come back in their places and the summary leaves the compacted view (the
+    page, not this stateless encoder, knows which view and page it shows)."""
     text = ngettext(
         "Compaction undone: %(count)s message is back in the context.",
         "Compaction undone: %(count)s messages are back in the context.",
         event.restored_count,
     ) % {"count": event.restored_count}
-    return _notice(text, None, "info")
+    notice = _render("notice.html", {"error": text, "reason": None, "level": "info"})
+    signal = _render("undo_refresh.html", {"session_id": event.session_id})
+    return _append("notices", notice + signal)
 
 
 def _compaction_suggested(event: CompactionSuggested) -> str:
-    text = _("The context reached the compaction threshold: /compact compacts it now.")
-    return _notice(text, None, "info")
+    """Mode ``ask`` at the threshold: the callout above the token bar, with Compact now,
+    Compact with instructions and Not now (issue 17 item 4)."""
+    context = {"suggest": True, "oob": True, "session_id": event.session_id}
+    return _render("suggest_slot.html", context)
 
 
 def _compaction_progress(event: CompactionProgress) -> str:
-    """Nothing yet: the page's pending bubble keeps its spinner; the JSON socket carries the
-    text as it is written."""
-    return ""
+    """The summary so far, in the pending bubble's ``#compaction-progress``
+    (``compaction_status.html``; ``chat.js`` drops the frame when the page shows no
+    running compaction), as escaped text; "part i of n" for a long middle summarized in
+    parts."""
+    text = event.text.strip()
+    context = {
+        "oob": True,
+        "text": text[-PROGRESS_TAIL_CHARS:],
+        "cut": len(text) > PROGRESS_TAIL_CHARS,
+        "chunk": event.chunk,
+        "chunks": event.chunks,
+    }
+    return _render("drawer_summary_progress.html", context)
 
 
 def _message_updated(event: MessageUpdated) -> str:
@@ -261,6 +306,14 @@ def _message_updated(event: MessageUpdated) -> str:
     if not view.dom_id or marker not in html:
         return ""
     return html.replace(marker, f'{marker} hx-swap-oob="true"', 1)
+
+
+def _compaction_preview(event: CompactionPreviewReady) -> str:
+    """A summary shown before it applies (issue 17 item 6): the drawer, swapped into
+    ``#summary-drawer``, with the summary to read and edit and Accept / Discard; the
+    pending bubble ends (the compaction applied nothing)."""
+    context = {"preview": event, "session_id": event.session_id}
+    return _compaction_state(False) + _render("preview_drawer.html", context)
 
 
 _RENDERERS: dict[type, Callable[[Any], str]] = {
@@ -274,6 +327,7 @@ _RENDERERS: dict[type, Callable[[Any], str]] = {
     CompactionUndone: _compaction_undone,
     CompactionSuggested: _compaction_suggested,
     CompactionProgress: _compaction_progress,
+    CompactionPreviewReady: _compaction_preview,
     MessageUpdated: _message_updated,
     TurnDone: _turn_done,
     ErrorEvent: _error,

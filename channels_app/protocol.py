@@ -43,6 +43,25 @@ class CompactFrame:
     session_id: str
     instructions: str | None = None
     up_to: int | None = None  # a message id: compact only what comes before it (issue 17)
+    preview: bool = False  # write the summary, apply nothing: ``compaction_preview`` (issue 17)
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewAcceptFrame:
+    """Apply a previewed compaction (issue 17 item 6), its summary replaced by ``summary``
+    when given (an edit, kept in the audit)."""
+
+    session_id: str
+    preview_id: int
+    summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewDiscardFrame:
+    """Drop a previewed compaction; nothing is applied."""
+
+    session_id: str
+    preview_id: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +87,16 @@ class RetryFrame:
     session_id: str
 
 
-ClientFrame = ChatFrame | NewChatFrame | CompactFrame | StopFrame | RetryFrame | UndoFrame
+ClientFrame = (
+    ChatFrame
+    | NewChatFrame
+    | CompactFrame
+    | StopFrame
+    | RetryFrame
+    | UndoFrame
+    | PreviewAcceptFrame
+    | PreviewDiscardFrame
+)
 
 
 def _session_id(data: dict[str, Any]) -> str:
@@ -134,11 +162,23 @@ def _message_id(data: dict[str, Any], name: str, session_id: str) -> int | None:
     return value
 
 
+def _flag(data: dict[str, Any], name: str, session_id: str) -> bool:
+    """An optional boolean field: true or false, or a form's "true" / "false" (absent:
+    false)."""
+    value = data.get(name)
+    if value is None or value is False or value == "" or value == "false":
+        return False
+    if value is True or value == "true":
+        return True
+    raise ProtocolError(f"'{name}' must be true or false", "bad_field", session_id)
+
+
 def _parse_compact(data: dict[str, Any], session_id: str) -> CompactFrame:
     up_to = _message_id(data, "upTo", session_id)
+    preview = _flag(data, "preview", session_id)
     instructions = data.get("instructions")
     if instructions is None or instructions == "":
-        return CompactFrame(session_id=session_id, up_to=up_to)
+        return CompactFrame(session_id=session_id, up_to=up_to, preview=preview)
     if not isinstance(instructions, str):
         raise ProtocolError("'instructions' must be a string", "bad_field", session_id)
     if len(instructions) > MAX_INSTRUCTIONS_CHARS:
@@ -149,7 +189,10 @@ def _parse_compact(data: dict[str, Any], session_id: str) -> CompactFrame:
         )
     _refuse_nul(instructions, "'instructions'", session_id)
     return CompactFrame(
-        session_id=session_id, instructions=instructions.strip() or None, up_to=up_to
+        session_id=session_id,
+        instructions=instructions.strip() or None,
+        up_to=up_to,
+        preview=preview,
     )
 
 
@@ -165,12 +208,42 @@ def _parse_undo(data: dict[str, Any], session_id: str) -> UndoFrame:
     return UndoFrame(session_id, _message_id(data, "compactionId", session_id))
 
 
+def _preview_id(data: dict[str, Any], session_id: str) -> int:
+    preview_id = _message_id(data, "previewId", session_id)
+    if preview_id is None:
+        raise ProtocolError("'previewId' must be a positive integer", "bad_field", session_id)
+    return preview_id
+
+
+def _parse_preview_accept(data: dict[str, Any], session_id: str) -> PreviewAcceptFrame:
+    preview_id = _preview_id(data, session_id)
+    summary = data.get("summary")
+    if summary is None:
+        return PreviewAcceptFrame(session_id, preview_id)
+    if not isinstance(summary, str):
+        raise ProtocolError("'summary' must be a string", "bad_field", session_id)
+    if not summary.strip():
+        raise ProtocolError("'summary' is empty", "bad_field", session_id)
+    if len(summary) > MAX_CONTENT_CHARS:
+        raise ProtocolError(
+            f"'summary' is longer than {MAX_CONTENT_CHARS} characters", "bad_field", session_id
+        )
+    _refuse_nul(summary, "'summary'", session_id)
+    return PreviewAcceptFrame(session_id, preview_id, summary)
+
+
+def _parse_preview_discard(data: dict[str, Any], session_id: str) -> PreviewDiscardFrame:
+    return PreviewDiscardFrame(session_id, _preview_id(data, session_id))
+
+
 _PARSERS: dict[str, Callable[[dict[str, Any], str], ClientFrame]] = {
     "chat": _parse_chat,
     "compact": _parse_compact,
     "stop": _parse_stop,
     "retry": _parse_retry,
     "undo": _parse_undo,
+    "preview_accept": _parse_preview_accept,
+    "preview_discard": _parse_preview_discard,
 }
 
 

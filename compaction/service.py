@@ -30,7 +30,7 @@ from agents.events import (
 )
 from agents.message_format import message_to_json
 from agents.meter import meter_read
-from agents.models import ChatSession
+from agents.models import ChatSession, CompactionRecord
 from agents.reasons import wire_text
 from compaction import background, core, notes, records, trigger
 from compaction import progress as summary_progress
@@ -63,7 +63,7 @@ _STATUS_FAILURES: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class CompactionOutcome:
-    status: str  # "done" | "failed" | "skipped" | "nothing" | "cancelled"
+    status: str  # "done" | "failed" | "skipped" | "nothing" | "cancelled" | "previewed"
     reason: str | None = None
     error: str | None = None
     removed_count: int = 0
@@ -83,6 +83,28 @@ class PlanReport:
     chunk_count: int
     tokens_before: int
     tokens_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class Summarized:
+    """A compaction's result once its summary is written, before anything is stored: what
+    the write-back stores, or what a ``keep`` callable keeps instead (a preview,
+    ``compaction.preview``). The lease is still held."""
+
+    session: ChatSession
+    reason: str
+    messages: list[core.Message]  # what the core was given (``CompactionInput.messages``)
+    result: core.CompactionResult
+    lease: Lease
+    cancel: threading.Event | None
+    chain_depth: int
+    audit: records.CompactionAudit
+    tokens_before: int  # in the token bar's count (``_Counted``)
+    tokens_after: int
+
+
+# What becomes of a summarized compaction instead of its write-back (issue 17 item 6).
+Keep = Callable[[Summarized], CompactionOutcome]
 
 
 class CompactionCancelled(Exception):
@@ -164,6 +186,7 @@ class CompactionService:
         cancel: threading.Event | None = None,
         trigger: str | None = None,
         up_to: int | None = None,
+        keep: Keep | None = None,
     ) -> CompactionOutcome:
         """``force``: compact even under the threshold (default: only a manual one does);
         ``cancel``: set by the caller's stop — checked between two summary requests and
@@ -171,7 +194,9 @@ class CompactionService:
         ``services.session_stop``). ``trigger``: what the audit record says asked for it
         (auto, manual, api, command; default from ``reason``); ``up_to``: compact only what
         comes before that message (issue 17 item 8). The agent's standing instructions come
-        first, ``instructions`` are added to them. Every ending writes a CompactionRecord."""
+        first, ``instructions`` are added to them. Every ending writes a CompactionRecord.
+        ``keep``: what becomes of the summarized result instead of the write-back (a preview
+        keeps it to apply later, ``compaction.preview``; its record is written then)."""
         audit = records.CompactionAudit(
             trigger=records.trigger_for(reason, trigger),
             instructions=records.combined_instructions(
@@ -180,8 +205,8 @@ class CompactionService:
             or "",
             up_to=up_to,
         )
-        outcome = self._compact_audited(session, reason, audit, progress, force, cancel)
-        if outcome.status != "done":  # a done one was recorded with its write-back
+        outcome = self._compact_audited(session, reason, audit, progress, force, cancel, keep)
+        if outcome.status not in {"done", "previewed"}:  # recorded with the write-back
             records.record_outcome(
                 session=session,
                 audit=audit,
@@ -200,6 +225,7 @@ class CompactionService:
         progress: Callable[[int, int], None] | None,
         force: bool | None,
         cancel: threading.Event | None,
+        keep: Keep | None = None,
     ) -> CompactionOutcome:
         with held_lease(session) as lease:
             if lease is None:
@@ -212,7 +238,15 @@ class CompactionService:
             publish(sid, CompactionStart(session_id=sid, reason=reason))  # type: ignore[arg-type]
             forced = (reason == "manual" if force is None else force) or audit.up_to is not None
             return self._compact_leased(
-                session, reason, audit.instructions or None, progress, lease, forced, cancel, audit
+                session,
+                reason,
+                audit.instructions or None,
+                progress,
+                lease,
+                forced,
+                cancel,
+                audit,
+                keep,
             )
 
     def _compact_leased(
@@ -225,6 +259,7 @@ class CompactionService:
         force: bool = False,
         cancel: threading.Event | None = None,
         audit: records.CompactionAudit | None = None,
+        keep: Keep | None = None,
     ) -> CompactionOutcome:
         sid = str(session.pk)
         audit = audit or records.CompactionAudit(trigger=records.trigger_for(reason, None))
@@ -312,6 +347,20 @@ class CompactionService:
                 failure = _STATUS_FAILURES[result.status]
                 raise CompactionFailure(failure, wire_text(failure, result.detail or ""))
             counted = _Counted.of(source, result, scale, measured)
+            if keep is not None:
+                summarized = Summarized(
+                    session,
+                    reason,
+                    messages,
+                    result,
+                    lease,
+                    cancel,
+                    chain_depth,
+                    audit,
+                    counted.before,
+                    counted.after,
+                )
+                return keep(summarized)
             audit.dropped = records.dropped_json(result, messages, source.original_contents)
             return self._persist(
                 session, reason, result, policy, lease, cancel, chain_depth, audit, counted
@@ -346,6 +395,7 @@ class CompactionService:
         chain_depth: int = 1,
         audit: records.CompactionAudit | None = None,
         counted: _Counted | None = None,
+        on_record: Callable[[CompactionRecord], None] | None = None,
     ) -> CompactionOutcome:
         sid = str(session.pk)
         removed = len(result.summarized_ids)
@@ -354,16 +404,7 @@ class CompactionService:
         tokens_before, tokens_after = counted.before, counted.after
         saved = _saved_percent(tokens_before, tokens_after)
         with transaction.atomic():
-            # The lease ends with the write-back, in its transaction: a stop that comes
-            # after the commit finds no compaction to cancel, one before it cancels this one.
-            if cancel is not None and cancel.is_set():
-                raise CompactionCancelled
-            if lease.lost or not services.compaction_lease_release(
-                session=session, holder=lease.holder
-            ):
-                if services.compaction_was_cancelled(session=session, holder=lease.holder):
-                    raise CompactionCancelled
-                raise services.SpanChanged("the lease was lost while the summary was written")
+            end_lease_for_write(session, lease, cancel)
             applied = services.compaction_apply(
                 session=session,
                 compacted_ids=result.summarized_ids,
@@ -408,6 +449,8 @@ class CompactionService:
                 pruned_ids=list(result.pruned_ids),
             )
             records.link_event(applied.event_message, record)
+            if on_record is not None:
+                on_record(record)
             pause = trigger.pause_after_success(
                 still_over_threshold=tokens_after >= meter_read(session=session).threshold_tokens,
                 manual=reason == "manual",
@@ -442,6 +485,34 @@ class CompactionService:
             tokens_after=tokens_after,
             event=done,
             record_id=record.pk,
+        )
+
+    def write_back(
+        self,
+        *,
+        session: ChatSession,
+        reason: str,
+        result: core.CompactionResult,
+        lease: Lease,
+        chain_depth: int,
+        audit: records.CompactionAudit,
+        source: CompactionInput,
+        on_record: Callable[[CompactionRecord], None] | None = None,
+    ) -> CompactionOutcome:
+        """Store a result summarized earlier (a previewed summary, ``compaction.preview``)
+        under ``lease``, exactly as a compaction stores its own: counted against ``source``
+        (the history now) like the token bar, one transaction, the record, the events after
+        the commit, the counters and what undo needs. ``on_record`` runs in that
+        transaction with the new record. Raises ``services.SpanChanged`` (nothing written)
+        or ``CompactionCancelled``; writes no failure bubble."""
+        measured = measured_tokens(session)
+        scale = token_scale(estimated=source.visible_tokens, measured=measured)
+        counted = _Counted.of(source, result, scale, measured)
+        audit.tokens_before = counted.before
+        audit.dropped = records.dropped_json(result, source.messages, source.original_contents)
+        policy = policy_for_session(session, scale=scale)  # unread by the write-back
+        return self._persist(
+            session, reason, result, policy, lease, None, chain_depth, audit, counted, on_record
         )
 
     def _cancelled(self, session: ChatSession, lease: Lease, tokens: int) -> CompactionOutcome:
@@ -509,6 +580,18 @@ def _cancelled(tokens: int = 0) -> CompactionOutcome:
     )
 
 
+def end_lease_for_write(session: ChatSession, lease: Lease, cancel: threading.Event | None) -> None:
+    """Call in the transaction that stores a compaction's result: the lease ends with it, so
+    a stop that comes after the commit finds no compaction to cancel, and one before it
+    cancels this one (``CompactionCancelled``); a lease lost otherwise raises SpanChanged."""
+    if cancel is not None and cancel.is_set():
+        raise CompactionCancelled
+    if lease.lost or not services.compaction_lease_release(session=session, holder=lease.holder):
+        if services.compaction_was_cancelled(session=session, holder=lease.holder):
+            raise CompactionCancelled
+        raise services.SpanChanged("the lease was lost while the summary was written")
+
+
 def _check_cancel_flags(lease: Lease, cancel: threading.Event | None) -> None:
     """Between two summary requests, without the database (the core's worker threads):
     the caller's stop, or a lease the heartbeat found taken back."""
@@ -547,6 +630,7 @@ def _compact_in_thread(
     cancel: threading.Event | None,
     trigger: str | None = None,
     up_to: int | None = None,
+    keep: Keep | None = None,
 ) -> CompactionOutcome:
     """The service in a worker thread with its own database connection."""
     try:
@@ -561,6 +645,7 @@ def _compact_in_thread(
             cancel=cancel,
             trigger=trigger,
             up_to=up_to,
+            keep=keep,
         )
     finally:
         close_old_connections()
@@ -575,15 +660,16 @@ async def acompact(
     cancel: threading.Event | None = None,
     trigger: str | None = None,
     up_to: int | None = None,
+    keep: Keep | None = None,
 ) -> CompactionOutcome:
     """Compact from async code: the model call may take a minute, so it runs in a thread of
     its own, never queued behind the process's other database work. A caller that is
     stopped sets ``cancel`` and need not wait: the thread writes nothing after it.
-    ``trigger`` and ``up_to``: as ``CompactionService.compact`` takes them."""
+    ``trigger``, ``up_to`` and ``keep``: as ``CompactionService.compact`` takes them."""
     _compacting_here.add(session_id)
     try:
         return await sync_to_async(_compact_in_thread, thread_sensitive=False)(
-            session_id, reason, instructions, force, cancel, trigger, up_to
+            session_id, reason, instructions, force, cancel, trigger, up_to, keep
         )
     finally:
         _compacting_here.discard(session_id)

@@ -497,13 +497,89 @@ ZH: dict[str, str | list[str]] = {
         "还没有默认辅助模型：没有单独设置辅助模型的 Agent 执行 /compact 会失败。请在下面把一个渠道设为默认。"
     ),
     # --- compaction control (#17) ---
+    "%(session)s: removed %(n)d messages, tokens %(before)d → %(after)d": (
+        "%(session)s：移除 %(n)d 条消息，token %(before)d → %(after)d"
+    ),
+    # preview before applying (issue 17 item 6)
+    "Summary preview": "摘要预览",
+    "Not applied yet: it replaces %(counter)s message · %(before)s → %(after)s tokens.": [
+        "尚未应用：将替换 %(counter)s 条消息 · %(before)s → %(after)s token。"
+    ],
+    "Edit the summary before applying it": "应用前可修改摘要",
+    "Only old tool outputs would be pruned: there is no summary to read.": (
+        "只会裁剪旧的工具输出：没有可查看的摘要。"
+    ),
+    "Accept": "接受",
+    "Discard": "丢弃",
+    "Preview": "预览",
+    "Show the summary before it applies": "先预览摘要，确认后再压缩",
+    "summary": "摘要",
+    "created at": "创建时间",
+    "compaction preview": "压缩预览",
+    "compaction previews": "压缩预览",
+    "The summary is empty.": "摘要为空。",
+    "No such preview.": "没有这个预览。",
+    # the summary drawer, the bubble's Undo and the live summary (#17 items 1, 3, 6, 7, 12)
+    "Undo": "撤销",
+    "Bring the summarized messages back into the context; the summary is kept for the record": "让被摘要的消息回到上下文；摘要保留备查",
+    "Summary so far": "摘要生成中",
+    "Summary so far · part %(chunk)s of %(chunks)s": "摘要生成中 · 第 %(chunk)s/%(chunks)s 部分",
+    "This compaction was undone: its messages are back in the context; the summary is kept for the record.": "这次压缩已撤销：原消息已回到上下文，摘要保留备查。",
+    "Summary saved. The model reads the new text from the next request on.": "摘要已保存，模型从下一次请求起读取新内容。",
+    "Instructions this summary was written with": "生成这份摘要时的指令",
+    "The agent's standing compaction instructions, then the focus given to this compaction.": "Agent 的常驻压缩指令，以及本次压缩指定的重点。",
+    "Edit summary": "编辑摘要",
+    "Summary text (Markdown)": "摘要内容（Markdown）",
+    "Summary text": "摘要内容",
+    "The model reads the edited summary instead of the original one; the original and every edit are kept, with who made it and when.": "模型将读取编辑后的摘要而非原摘要；原摘要和每次编辑都会保留，并记录编辑人和时间。",
+    "Save summary": "保存摘要",
+    "What this compaction dropped": "本次压缩丢失了什么",
+    "%(counter)s value of the summarized messages is in neither the summary nor the kept context. Pin a message to bring it back verbatim.": [
+        "被压缩的消息中有 %(counter)s 个值既不在摘要中，也不在保留的上下文中。固定一条消息即可让它原文回到上下文。"
+    ],
+    "Nothing: every number, path, URL and identifier of the summarized messages is in the summary or the kept context.": "没有：被压缩消息中的数字、路径、URL 和标识符都在摘要或保留的上下文中。",
+    "Edit history": "编辑记录",
+    "Edited by %(who)s · %(when)s": "%(who)s 编辑于 %(when)s",
+    "Text before this edit": "编辑前的内容",
+    "Message #%(id)s": "消息 #%(id)s",
+    "Keep this message verbatim in the context: it comes back in its place": "在上下文中原文保留这条消息：它会回到原来的位置",
+    "number": "数字",
+    "file path": "文件路径",
+    "URL": "URL",
+    "identifier": "标识符",
+    "tool result": "工具结果",
+    # the chat page's message menu, pins, context panel and ask-mode callout (#17 items 2, 4, 8, 11)
+    "Message actions": "消息操作",
+    "Pin": "固定",
+    "Unpin": "取消固定",
+    "Compact up to here": "压缩到此处",
+    "Compact every message before this one? The model then sees a summary of them instead; this message and the later ones stay as they are.": "压缩这条消息之前的所有消息？之后模型看到的将是它们的摘要；这条消息及之后的消息保持不变。",
+    "Pinned: never summarized away; it stays word for word in the compacted context.": "已固定：压缩时不会被摘要掉，原文保留在压缩后的上下文中。",
+    "Send pinned=true or pinned=false.": "请提供 pinned=true 或 pinned=false。",
+    "Pinned messages: %(pins)s tokens": "固定的消息：%(pins)s tokens",
+    "context window button\u0004Context": "上下文",
+    "What fills the context": "上下文构成",
+    "Part": "组成部分",
+    "Tokens": "Token 数",
+    "Share of the window": "占窗口比例",
+    "Tool definitions": "工具定义",
+    "Pinned messages": "固定的消息",
+    "Summary": "摘要",
+    "Free": "剩余",
+    "The breakdown shows once the chat has started.": "对话开始后即可查看上下文构成。",
+    "The context reached the compaction threshold": "上下文已到达压缩阈值",
+    "This agent asks before compacting: compact now, give the summary instructions first, or keep chatting as it is.": "此 Agent 压缩前会先询问：立即压缩、先给摘要指令再压缩，或保持现状继续对话。",
+    "Compact with instructions": "带指令压缩",
+    "Not now": "暂不压缩",
+    "Instructions for the summary": "摘要指令",
+    "e.g. keep every file path and the decisions we made": "例如：保留所有文件路径和已做的决定",
+    "Compact with these instructions": "按此指令压缩",
     "The pinned messages alone leave no room for a summary under the compaction threshold; unpin some of them": (
         "仅固定的消息就已占满压缩阈值下的空间，无法容纳摘要；请取消固定其中一些"
     ),
     "Compaction undone: %(count)s message is back in the context.": [
         "压缩已撤销：%(count)s 条消息已回到上下文。"
     ],
-    "The context reached the compaction threshold: /compact compacts it now.": "上下文已到达压缩阈值：使用 /compact 立即压缩。",
     "automatically at the threshold": "到达阈值时自动压缩",
     "ask at the threshold": "到达阈值时询问",
     "off (only /compact)": "关闭（仅 /compact）",

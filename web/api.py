@@ -31,7 +31,12 @@ from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    inline_serializer,
+)
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import exceptions, serializers, status
 from rest_framework.authtoken.views import ObtainAuthToken
@@ -53,12 +58,14 @@ from agents.access import (
 from agents.auxiliary import default_auxiliary_set
 from agents.broadcast import apublish
 from agents.channel_check import channel_test
+from agents.events import CompactionPreviewReady
 from agents.history_pages import MessageNotFound, history_page, message_for_session
 from agents.message_format import message_to_json
 from agents.models import Agent, ChatSession, ModelChannel
 from agents.selectors import HISTORY_VIEWS, HistoryView
 from agents.services import session_create, session_delete, session_rename
 from chat.turn import read_token_update
+from compaction import preview as compaction_preview
 from compaction import service as compaction
 from system import dictionary
 from system.models import DictInfo
@@ -381,6 +388,32 @@ class CompactRequest:
     session_id: str
     instructions: str | None
     up_to: int | None = None  # issue 17 item 8: compact what comes before that message
+    preview: bool = False  # issue 17 item 6: keep the summary as a preview, apply nothing
+    user_id: int | None = None
+
+
+class CompactPreviewRequestSerializer(CompactRequestSerializer):
+    """The compact endpoint's body: ``CompactRequestSerializer`` and ``preview``."""
+
+    preview = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="true: write the summary and apply nothing; the answer is the preview, "
+        "which compact/previews/<id>/accept/ applies and DELETE compact/previews/<id>/ drops.",
+    )
+
+
+class CompactionPreviewSerializer(serializers.Serializer):
+    """A preview (documentation only: ``compaction.preview.preview_json`` builds it)."""
+
+    sessionId = serializers.UUIDField()
+    previewId = serializers.IntegerField()
+    summary = serializers.CharField(
+        help_text="The summary as it would apply ('' when only old tool outputs would be pruned)."
+    )
+    removedCount = serializers.IntegerField()
+    tokensBefore = serializers.IntegerField()
+    tokensAfter = serializers.IntegerField()
 
 
 def _error_reason_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -432,9 +465,13 @@ class SessionCompactGate(ApiView):
 
     @extend_schema(
         parameters=[SESSION_ID],
-        request=CompactRequestSerializer,
+        request=CompactPreviewRequestSerializer,
         responses={
-            200: CompactResultSerializer,
+            200: PolymorphicProxySerializer(
+                component_name="CompactOrPreview",
+                serializers=[CompactResultSerializer, CompactionPreviewSerializer],
+                resource_type_field_name=None,
+            ),
             400: ErrorSerializer,
             404: ErrorSerializer,
             409: ErrorSerializer,
@@ -444,16 +481,24 @@ class SessionCompactGate(ApiView):
         },
         description=(
             "Compact the session now (reason manual) and wait for the result. On failure the "
-            "history is unchanged and the body is {error, reason}. " + _STATUS_MEANING_DOC
+            "history is unchanged and the body is {error, reason}. With preview: true the "
+            "summary is written and kept as a preview (the answer), and nothing is applied. "
+            + _STATUS_MEANING_DOC
         ),
     )
     def post(self, request: Request, session_id: str) -> CompactRequest:
         """Validation only: the compaction itself runs in ``session_compact``."""
         session = _own_session(request, session_id)
-        body = CompactRequestSerializer(data=request.data)
+        body = CompactPreviewRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        return CompactRequest(str(session.pk), data["instructions"], data["upTo"])
+        return CompactRequest(
+            str(session.pk),
+            data["instructions"],
+            data["upTo"],
+            preview=data["preview"],
+            user_id=request.user.pk,
+        )
 
     def respond(self, response: Response) -> Response:
         response = self.finalize_response(self.request, response)
@@ -487,19 +532,31 @@ def _outcome_response(outcome: Any) -> Response:
 @login_not_required
 @csrf_exempt
 async def session_compact(request: HttpRequest, session_id: str) -> HttpResponse:
-    """``POST /api/sessions/<id>/compact/`` ``{"instructions"?}`` (CONTRACT §4)."""
+    """``POST /api/sessions/<id>/compact/`` ``{"instructions"?, "upTo"?, "preview"?}``
+    (CONTRACT §4, §7; ``preview``: README "Preview before applying")."""
     gate = SessionCompactGate()
     checked = await sync_to_async(gate.check)(request, session_id)
     if isinstance(checked, HttpResponse):
         return checked
-    outcome = await compaction.acompact(
-        checked.session_id,
-        reason="manual",
-        instructions=checked.instructions,
-        trigger="api",
-        up_to=checked.up_to,
-    )
+    if checked.preview:
+        outcome = await compaction_preview.apreview(
+            checked.session_id,
+            created_by=checked.user_id,
+            instructions=checked.instructions,
+            trigger="api",
+            up_to=checked.up_to,
+        )
+    else:
+        outcome = await compaction.acompact(
+            checked.session_id,
+            reason="manual",
+            instructions=checked.instructions,
+            trigger="api",
+            up_to=checked.up_to,
+        )
     await apublish(checked.session_id, await read_token_update(checked.session_id))
+    if outcome.status == "previewed" and isinstance(outcome.event, CompactionPreviewReady):
+        return gate.respond(Response(compaction_preview.preview_json(outcome.event)))
     return gate.respond(_outcome_response(outcome))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,11 +20,25 @@ from agents.models import ChatSession, CompactionRecord
 from chat.turn import token_update_now
 from compaction import records
 from compaction.controls import EditRefused, message_pin, summary_edit
+from compaction.preview import (
+    SUMMARY_MAX_CHARS,
+    PreviewNotFound,
+    PreviewRefused,
+    preview_accept,
+    preview_discard,
+)
 from compaction.undo import RecordNotFound, UndoRefused, compaction_undo
-from web.api import SESSION_ID, ApiView, SessionMessageDetailView, _own_session
+from web.api import (
+    SESSION_ID,
+    ApiView,
+    SessionMessageDetailView,
+    _outcome_response,
+    _own_session,
+)
 from web.serializers import (
     CompactionRecordDetailSerializer,
     CompactionRecordSerializer,
+    CompactResultSerializer,
     ErrorSerializer,
     MessagePatchSerializer,
     MessageSerializer,
@@ -33,6 +47,7 @@ from web.serializers import (
 
 RECORD_ID = OpenApiParameter("record_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 MESSAGE_ID = OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH)
+PREVIEW_ID = OpenApiParameter("preview_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 
 
 def _refusal(reason: str) -> Response:
@@ -127,9 +142,98 @@ class SessionMessageView(SessionMessageDetailView):
                 )
             if "pinned" in data:
                 message_pin(session=session, message_id=message_id, pinned=data["pinned"])
+                publish(session.pk, token_update_now(str(session.pk)))
             message = message_for_session(session=session, message_id=message_id)
         except MessageNotFound as exc:
             raise exceptions.NotFound(_("No such message.")) from exc
         except EditRefused as exc:
             return _refusal(exc.reason)
         return Response(message_to_json(message))
+
+
+# --- preview before applying (issue 17 item 6; README "Preview before applying") ----------
+
+
+class PreviewAcceptSerializer(serializers.Serializer):
+    """``{"summary"?}``: the summary's text to apply instead of the previewed one."""
+
+    summary = serializers.CharField(
+        required=False,
+        allow_blank=False,
+        max_length=SUMMARY_MAX_CHARS,
+        trim_whitespace=False,
+        help_text="The summary as it should apply (an edit, kept in the record's edits); "
+        "absent: the previewed summary.",
+    )
+
+    def validate_summary(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError(_("The summary is empty."))
+        if "\x00" in value:
+            raise serializers.ValidationError(
+                _("The text contains a NUL character, which cannot be stored.")
+            )
+        return value
+
+
+def _preview_gone() -> exceptions.NotFound:
+    """Applied, discarded, replaced by a newer one, expired — or never this chat's."""
+    return exceptions.NotFound(_("No such preview."))
+
+
+class SessionCompactionPreviewView(ApiView):
+    """``DELETE /api/sessions/<id>/compact/previews/<preview id>/``: drop a preview (its
+    record says ``cancelled``, reason ``preview_discarded``)."""
+
+    @extend_schema(
+        parameters=[SESSION_ID, PREVIEW_ID],
+        request=None,
+        responses={204: None, 404: ErrorSerializer},
+    )
+    def delete(self, request: Request, session_id: str, preview_id: int) -> Response:
+        session = _own_session(request, session_id)
+        try:
+            preview_discard(session=session, preview_id=preview_id)
+        except PreviewNotFound as exc:
+            raise _preview_gone() from exc
+        return Response(status=204)
+
+
+class SessionCompactionPreviewAcceptView(ApiView):
+    """``POST /api/sessions/<id>/compact/previews/<preview id>/accept/`` ``{"summary"?}``:
+    apply the preview — its summary, or ``summary`` as edited — and answer as the compact
+    endpoint does."""
+
+    @extend_schema(
+        parameters=[SESSION_ID, PREVIEW_ID],
+        request=PreviewAcceptSerializer,
+        responses={
+            200: CompactResultSerializer,
+            400: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+            500: ErrorSerializer,
+        },
+        description="Applies exactly the previewed summary to exactly the span it was made "
+        "from, with no model call. 409 history_changed (nothing applied) when that history "
+        "changed since (a message edited, pinned, removed or compacted); 409 in_progress "
+        "while a compaction runs; 404 for a preview that was applied, discarded, replaced "
+        "by a newer one or expired (after an hour).",
+    )
+    def post(self, request: Request, session_id: str, preview_id: int) -> Response:
+        session = _own_session(request, session_id)
+        body = PreviewAcceptSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            outcome = preview_accept(
+                session=session,
+                preview_id=preview_id,
+                editor=request.user,
+                summary=body.validated_data.get("summary"),
+            )
+        except PreviewNotFound as exc:
+            raise _preview_gone() from exc
+        except PreviewRefused as exc:
+            return _refusal(exc.reason)
+        publish(session.pk, token_update_now(str(session.pk)))
+        return _outcome_response(outcome)

@@ -24,6 +24,16 @@ urlpatterns = [
     ),
     path("sessions/<str:session_id>/compact/", api.session_compact, name="session-compact"),
     path(
+        "sessions/<str:session_id>/compact/previews/<int:preview_id>/",
+        api_compactions.SessionCompactionPreviewView.as_view(),  # DELETE (issue 17)
+        name="session-compact-preview",
+    ),
+    path(
+        "sessions/<str:session_id>/compact/previews/<int:preview_id>/accept/",
+        api_compactions.SessionCompactionPreviewAcceptView.as_view(),
+        name="session-compact-preview-accept",
+    ),
+    path(
         "sessions/<str:session_id>/context/",
         api_context.SessionContextView.as_view(),
         name="session-context",

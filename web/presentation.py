@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from django.utils.translation import gettext_lazy
+
 from agents.events import MeterReading
 from agents.models import ModelChannel
 from agents.reasons import TurnFailure, user_text
@@ -50,10 +52,24 @@ class EventView:
     detail: str = ""
     channel: str = ""
     model: str = ""
+    # a compaction's audit record (its bubble's Undo names it), and whether it was undone
+    compaction_id: int | None = None
+    undone: bool = False
 
     @property
     def is_turn(self) -> bool:
         return self.system_type == SYSTEM_TYPE_TURN
+
+    @property
+    def undoable(self) -> bool:
+        """A done compaction with a record, not undone: its bubble offers Undo (the page
+        shows it on the newest such bubble only; the server refuses any but the latest)."""
+        return (
+            not self.is_turn
+            and self.status == "done"
+            and self.compaction_id is not None
+            and not self.undone
+        )
 
     @property
     def error_text(self) -> str:
@@ -87,6 +103,13 @@ class MessageView:
     queued: bool = False  # sent while a turn ran: a chip under it until a turn answers it
     stopped: bool = False  # an answer (or a tool call's result) cut by a stop
     truncated: bool = False  # a socket event's preview of a large message (channels_app.framing)
+    pinned: bool = False  # never summarized away (issue 17 item 2): a badge, Unpin in its menu
+
+    @property
+    def has_menu(self) -> bool:
+        """A stored user, assistant or tool message offers the "⋯" menu (pin, compact up
+        to here)."""
+        return self.id is not None and self.kind in {"user", "assistant", "tool"}
 
     @property
     def queued_dom_id(self) -> str:
@@ -157,6 +180,8 @@ def event_view(
         detail=str(metadata.get("detail") or ""),
         channel=str(metadata.get("channel") or ""),
         model=str(metadata.get("model") or ""),
+        compaction_id=_optional_int(_first(metadata, "compactionId", "compaction_id")),
+        undone=bool(metadata.get("undone")),
     )
 
 
@@ -218,10 +243,50 @@ def message_view(data: dict[str, Any]) -> MessageView:
         queued=bool(data.get("queued")),
         stopped=bool(metadata.get("stopped")),
         truncated=bool(data.get("truncated")),
+        pinned=bool(data.get("pinned")),
         event=event_view(metadata, fallback_error=str(data.get("content") or ""))
         if kind == "event"
         else None,
     )
+
+
+# What fills the context (issue 17 item 11), in the order the panel lists it: the keys of
+# ``MeterReading.breakdown`` (``agents.context_breakdown.ContextBreakdown.to_json``).
+CONTEXT_PARTS: tuple[tuple[str, Any], ...] = (
+    ("systemPrompt", gettext_lazy("System prompt")),
+    ("toolDefinitions", gettext_lazy("Tool definitions")),
+    ("pins", gettext_lazy("Pinned messages")),
+    ("summary", gettext_lazy("Summary")),
+    ("messages", gettext_lazy("Messages")),
+    ("free", gettext_lazy("Free")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPart:
+    """One row of the context panel: a part's tokens and its share of the model's window."""
+
+    key: str
+    label: str
+    tokens: int
+    window: int
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.tokens / self.window if self.window else 0.0
+
+    @property
+    def tokens_display(self) -> str:
+        return f"{self.tokens:,}"
+
+    @property
+    def percent_display(self) -> str:
+        return f"{self.percent:.1f}"
+
+    @property
+    def bar_css(self) -> str:
+        """Its width in the panel's stacked bar."""
+        return f"{min(100.0, self.percent):.2f}%"
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +375,33 @@ class MeterView:
     @property
     def percent_display(self) -> str:
         return f"{self.percent:.0f}"
+
+    @property
+    def over_threshold(self) -> bool:
+        """At or past where automatic compaction fires (the percentage or the agent's cap)."""
+        return self.reading.over_threshold
+
+    @property
+    def context_parts(self) -> tuple[ContextPart, ...]:
+        """System prompt, tool definitions, pins, summary, messages and free, in tokens of
+        the bar's own count; empty when the reading carries no breakdown."""
+        breakdown = self.reading.breakdown
+        if breakdown is None:
+            return ()
+        return tuple(
+            ContextPart(key, str(label), max(0, int(breakdown.get(key, 0))), self.max)
+            for key, label in CONTEXT_PARTS
+        )
+
+    @property
+    def pins_tokens(self) -> int:
+        """What the pinned messages cost (0 without pins, or without a breakdown)."""
+        breakdown = self.reading.breakdown or {}
+        return max(0, int(breakdown.get("pins", 0)))
+
+    @property
+    def pins_display(self) -> str:
+        return f"{self.pins_tokens:,}"
 
     @property
     def over_window(self) -> bool:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from web import views
+from web import compaction_views, pin_views, views
 
 app_name = "chat"
 
@@ -15,4 +15,19 @@ urlpatterns = [
     path("<uuid:session_id>/messages/", views.session_messages, name="messages"),
     path("<uuid:session_id>/messages/<int:message_id>/", views.message_detail, name="message"),
     path("<uuid:session_id>/summary/<int:message_id>/", views.summary_detail, name="summary"),
+    path(
+        "<uuid:session_id>/summary/<int:message_id>/edit/",
+        compaction_views.summary_edit_page,
+        name="summary_edit",
+    ),
+    path(
+        "<uuid:session_id>/summary/<int:message_id>/pin/<int:original_id>/",
+        compaction_views.dropped_pin,
+        name="summary_pin",
+    ),
+    path(
+        "<uuid:session_id>/messages/<int:message_id>/pin/",
+        pin_views.message_pin_toggle,
+        name="pin",
+    ),
 ]

@@ -15,19 +15,18 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
 
-from agents.access import SessionNotFound, agents_for_user, session_for_user, sessions_for_user
+from agents.access import agents_for_user, sessions_for_user
 from agents.configuration import agent_editable
+from agents.events import MeterReading
 from agents.history_pages import (
     MessageNotFound,
     history_page,
     message_for_session,
-    summary_for_session,
 )
 from agents.message_format import message_to_json
 from agents.meter import VisibleTokens, meter_read
-from agents.models import Agent, ChatSession, ModelChannel
+from agents.models import Agent, ChatSession, CompactionMode, ModelChannel
 from agents.selectors import (
     HistoryView,
     last_user_message_at,
@@ -37,24 +36,15 @@ from agents.selectors import (
 from agents.services import session_delete as session_delete_service
 from agents.services import session_rename as session_rename_service
 from chat.control import TURN, holder_kind
+from chat.turn_tools import context_reading
 from compaction.auxiliary import AuxiliaryError, resolve_channel
-from compaction.core.prompts import summary_body
+from web import compaction_views
 from web.chat_forms import RenameChatForm
 from web.forms import NewChatForm
+from web.page_access import HtmxHttpRequest, own_session
 from web.presentation import MeterView, channel_label, message_view
 
 SIDEBAR_SIZE = 50
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
-
-
-def _own_session(request: HttpRequest, session_id: Any) -> ChatSession:
-    try:
-        return session_for_user(user=request.user, session_id=session_id)
-    except SessionNotFound as exc:
-        raise Http404(_("No such chat.")) from exc
 
 
 def _history_view(request: HttpRequest) -> HistoryView:
@@ -119,7 +109,7 @@ def _new_chat_agent(
     user's), the chosen ``agent``, or — asked for none — the first of ``listed`` (the
     sidebar's, those that can answer first)."""
     if params.get("from_session"):
-        return _own_session(request, params["from_session"]).agent
+        return own_session(request, params["from_session"]).agent
     if "agent" not in params:
         return listed[0] if listed else None
     form = NewChatForm(params, agents=agents_for_user(user=request.user))
@@ -182,17 +172,19 @@ def session_new(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_GET
 def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
-    session = _own_session(request, session_id)
+    session = own_session(request, session_id)
     view = _history_view(request)
     agent = session.agent
     context = _sidebar(request)
     context.update(_page_context(session, view, None))
     context.update(_chat_context(request, agent))
     busy = _turn_running(session)
+    reading = context_reading(session=session)  # with its breakdown: the context panel
     context.update(
         {
             "session": session,
-            "meter": MeterView(meter_read(session=session)),
+            "meter": MeterView(reading),
+            "suggest_compaction": _compaction_suggested(session, reading),
             # a turn runs (Stop is shown); messages sent meanwhile wait as chips under it
             "busy": busy,
             "busy_seconds": _turn_seconds(session) if busy else 0,
@@ -204,6 +196,16 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         }
     )
     return render(request, "chat/session.html", context)
+
+
+def _compaction_suggested(session: ChatSession, reading: MeterReading) -> bool:
+    """Mode ``ask`` suggested a compaction that has not happened, and the context is still
+    at the threshold: the page asks again on load (issue 17 item 4)."""
+    return (
+        session.agent.compaction_mode == CompactionMode.ASK
+        and session.compaction_suggested_at is not None
+        and reading.over_threshold
+    )
 
 
 def _turn_seconds(session: ChatSession) -> int:
@@ -226,7 +228,7 @@ def _back_to(request: HttpRequest, fallback: str, *, not_to: str = "") -> str:
 @require_http_methods(["GET", "POST"])
 def session_rename(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Rename a chat: the page's dialog posts here; without script, a small form page."""
-    session = _own_session(request, session_id)
+    session = own_session(request, session_id)
     form = RenameChatForm(request.POST or None, initial={"title": session.title})
     if request.method == "POST" and form.is_valid():
         session_rename_service(session=session, title=form.cleaned_data["title"])
@@ -241,7 +243,7 @@ def session_rename(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
 def session_delete(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """Delete a chat with its messages and workspace, after a confirmation (the page's
     dialog, or this view's page without script)."""
-    session = _own_session(request, session_id)
+    session = own_session(request, session_id)
     if request.method == "POST":
         own_page = reverse("chat:session", args=[session.pk])
         title = session.title or _("New chat")
@@ -257,7 +259,7 @@ def session_delete(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
 @require_GET
 def session_messages(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     """The page of messages before ``?before=<message id>`` (the "load earlier" button)."""
-    session = _own_session(request, session_id)
+    session = own_session(request, session_id)
     try:
         before_id = int(request.GET.get("before", ""))
     except ValueError as exc:
@@ -275,7 +277,7 @@ def message_detail(
 ) -> HttpResponse:
     """One whole message as its bubble: what "Show the whole message" swaps in for the
     preview a socket event carried (``channels_app.framing``)."""
-    session = _own_session(request, session_id)
+    session = own_session(request, session_id)
     try:
         message = message_for_session(session=session, message_id=message_id)
     except MessageNotFound as exc:
@@ -287,19 +289,8 @@ def message_detail(
 
 @require_GET
 def summary_detail(
-    request: HtmxHttpRequest, session_id: uuid.UUID, message_id: int
+    request: compaction_views.HtmxHttpRequest, session_id: uuid.UUID, message_id: int
 ) -> HttpResponse:
-    """A compaction summary as sanitized Markdown: the drawer (htmx) or a page."""
-    session = _own_session(request, session_id)
-    try:
-        summary = summary_for_session(session=session, message_id=message_id)
-    except MessageNotFound as exc:
-        raise Http404(_("No such summary.")) from exc
-    context = {
-        "summary": summary,
-        "summary_body": summary_body(summary.content),
-        "replaced_count": summary.replaced.count(),
-        "session_id": str(session.pk),
-    }
-    template = "chat/partials/summary_drawer.html" if request.htmx else "chat/summary_page.html"
-    return render(request, template, context)
+    """A compaction summary with its controls: the drawer (htmx) or a page. It lives with
+    the other compaction pages, in ``web.compaction_views``."""
+    return compaction_views.summary_detail(request, session_id, message_id)

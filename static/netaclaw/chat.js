@@ -25,8 +25,14 @@
   // build(argument) returns the frame fields (sessionId is added by the caller).
   var SLASH_COMMANDS = {
     compact: {
+      // "/compact --preview [focus]": the summary is shown before it applies (issue 17)
       build: function (argument) {
         var frame = { type: "compact" };
+        var flag = /^--preview(?:\s+|$)/.exec(argument);
+        if (flag) {
+          frame.preview = true;
+          argument = argument.slice(flag[0].length).trim();
+        }
         if (argument) frame.instructions = argument;
         return frame;
       },
@@ -446,7 +452,14 @@
     var root = byId("summary-drawer");
     if (event.key !== "Tab" || !root || root.getAttribute("data-open") !== "true") return;
     var dialog = root.querySelector('[role="dialog"]');
-    var focusable = dialog.querySelectorAll('a[href], button, [tabindex]:not([tabindex="-1"])');
+    // the drawer's controls that can take focus now (not those inside a closed <details>)
+    var focusable = Array.prototype.filter.call(
+      dialog.querySelectorAll('a[href], button, summary, textarea, [tabindex]:not([tabindex="-1"])'),
+      function (el) {
+        if (el.disabled) return false;
+        return el.checkVisibility ? el.checkVisibility() : el.getClientRects().length > 0;
+      }
+    );
     if (!focusable.length) return;
     var first = focusable[0];
     var last = focusable[focusable.length - 1];
@@ -465,5 +478,354 @@
   document.addEventListener("DOMContentLoaded", function () {
     scrollToBottom();
     updateWaits();
+  });
+})();
+
+/* --- message menu, context panel and ask mode (issue 17 items 2, 4, 8, 11) ---
+ * The "⋯" menu of a message is a <details>: one open at a time, Esc or a click elsewhere
+ * closes it. Its Pin / Unpin is an htmx POST (the bubble comes back with its badge); its
+ * "Compact up to here" is a ws-send form sending {"type": "compact", "sessionId", "upTo"},
+ * after a confirmation. The "Context" button opens the breakdown panel (#context-panel; the
+ * socket replaces only its figures, so it stays open). The ask-mode callout
+ * (#compaction-suggestion) sends compact, reveals the instructions field, or goes away.
+ */
+(function () {
+  "use strict";
+
+  function byId(id) {
+    return document.getElementById(id);
+  }
+
+  // -- the message menu --------------------------------------------------------
+
+  function closeMenus(except) {
+    document.querySelectorAll("details[data-msg-menu][open]").forEach(function (menu) {
+      if (menu !== except) menu.open = false;
+    });
+  }
+
+  document.addEventListener(
+    "toggle",
+    function (event) {
+      var menu = event.target;
+      if (menu instanceof HTMLDetailsElement && menu.hasAttribute("data-msg-menu") && menu.open) {
+        closeMenus(menu);
+      }
+    },
+    true
+  );
+
+  // While a Pin / Unpin request runs, the socket's message_updated for the same bubble is
+  // not swapped in: it would detach the form whose answer is on its way (htmx then finds no
+  // target for the answer's out-of-band meter). The answer carries the same bubble.
+  var pinning = {}; // message element id -> the form whose request runs
+  var pinnedFrom = null; // the message whose Pin / Unpin was pressed: its menu gets the focus back
+
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail.elt;
+    var menu = elt && elt.closest ? elt.closest("details[data-msg-menu]") : null;
+    var message = menu ? menu.closest(".msg") : null;
+    pinnedFrom = message && message.id ? message.id : null;
+    if (pinnedFrom) pinning[pinnedFrom] = elt;
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    Object.keys(pinning).forEach(function (id) {
+      if (pinning[id] === event.detail.elt) delete pinning[id];
+    });
+  });
+
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    if (target && target.id && pinning[target.id]) event.preventDefault();
+  });
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var settled = event.target;
+    if (!pinnedFrom || !(settled instanceof Element) || settled.id !== pinnedFrom) return;
+    var toggle = settled.querySelector(".msg-menu-toggle");
+    pinnedFrom = null;
+    if (toggle) toggle.focus();
+  });
+
+  // -- the context panel -------------------------------------------------------
+
+  function contextToggle() {
+    return byId("context-toggle");
+  }
+
+  function setContextPanel(open, focusBack) {
+    var panel = byId("context-panel");
+    var toggle = contextToggle();
+    if (!panel || !toggle) return;
+    panel.hidden = !open;
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    if (!open && focusBack) toggle.focus();
+  }
+
+  function contextPanelOpen() {
+    var panel = byId("context-panel");
+    return !!panel && !panel.hidden;
+  }
+
+  // -- the ask-mode callout ----------------------------------------------------
+
+  function clearSuggestion() {
+    var slot = byId("compaction-suggestion");
+    if (slot) slot.replaceChildren();
+  }
+
+  function revealInstructions(button) {
+    var form = byId(button.getAttribute("aria-controls"));
+    if (!form) return;
+    form.hidden = false;
+    button.setAttribute("aria-expanded", "true");
+    var field = form.querySelector("textarea");
+    if (field) field.focus();
+  }
+
+  // -- sending: confirm "Compact up to here"; the callout goes once it has sent -------
+
+  document.addEventListener("htmx:wsConfigSend", function (event) {
+    var form = event.target;
+    if (!(form instanceof HTMLFormElement)) return;
+    var errors = event.detail.errors;
+    if (errors && errors.length) return;
+    if (form.hasAttribute("data-compact-up-to")) {
+      if (!window.confirm(form.getAttribute("data-confirm"))) {
+        event.preventDefault();
+        return;
+      }
+      closeMenus(null);
+    } else if (form.hasAttribute("data-suggest-form")) {
+      setTimeout(clearSuggestion, 0);
+    }
+  });
+
+  // -- clicks and keys ---------------------------------------------------------
+
+  document.addEventListener("click", function (event) {
+    var target = event.target instanceof Element ? event.target : null;
+    if (!target) return;
+    if (!target.closest("details[data-msg-menu]")) closeMenus(null);
+    if (target.closest("[data-context-toggle]")) {
+      setContextPanel(!contextPanelOpen(), false);
+      return;
+    }
+    if (target.closest("[data-context-close]")) {
+      setContextPanel(false, true);
+      return;
+    }
+    if (contextPanelOpen() && !target.closest("#context-panel")) setContextPanel(false, false);
+    var reveal = target.closest("[data-suggest-instructions]");
+    if (reveal) {
+      revealInstructions(reveal);
+      return;
+    }
+    if (target.closest("[data-suggest-dismiss]")) clearSuggestion();
+  });
+
+  // Esc closes an open menu or the panel first (before it would stop the agent).
+  window.addEventListener(
+    "keydown",
+    function (event) {
+      if (event.key !== "Escape") return;
+      var menu = document.querySelector("details[data-msg-menu][open]");
+      if (menu) {
+        menu.open = false;
+        var summary = menu.querySelector("summary");
+        if (summary) summary.focus();
+      } else if (contextPanelOpen()) {
+        setContextPanel(false, true);
+      } else {
+        return;
+      }
+      event.preventDefault();
+      event.stopImmediatePropagation();
+    },
+    true
+  );
+})();
+
+/* --- compaction bubble and summary drawer (issue 17 items 1, 6, 7, 12) ---
+ * Undo: every compaction bubble still in effect carries a hidden ws-send form
+ * {"type": "undo", "sessionId", "compactionId"}; only the newest one is shown (the server
+ * refuses an older one: not_latest). compaction_undone brings a [data-history-refresh]
+ * signal into #notices, and a pin from the drawer answers with the netaclaw:history-changed
+ * event: the page then reloads #messages from its own address (its view), so the restored
+ * originals show in their places and the summary leaves the compacted view.
+ * The live summary (#compaction-progress) keeps its text when the socket re-renders the
+ * compaction status, and stays scrolled to its newest line.
+ * A frame for something this page does not show (an in-place update of a message that is
+ * not on it, e.g. an original a pin brought back; a summary's progress when the page shows
+ * no running compaction) is dropped instead of making htmx log a missing target.
+ */
+(function () {
+  "use strict";
+
+  function byId(id) {
+    return document.getElementById(id);
+  }
+
+  // -- Undo on the newest compaction bubble -----------------------------------------
+
+  function showLatestUndo() {
+    var forms = document.querySelectorAll("#messages [data-undo-form]");
+    forms.forEach(function (form, i) {
+      form.hidden = i !== forms.length - 1;
+    });
+  }
+
+  document.addEventListener("htmx:wsConfigSend", function (event) {
+    var form = event.target;
+    if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-undo-form")) return;
+    var button = form.querySelector("[data-undo]");
+    if (button) button.disabled = true; // once; a refusal's notice says why
+    setTimeout(function () {
+      if (document.body.contains(button)) button.disabled = false;
+    }, 5000);
+  });
+
+  // -- the message list again, from the page's own address ----------------------------
+
+  var reloading = false;
+
+  function reloadHistory() {
+    var messages = byId("messages");
+    if (!messages || !window.htmx || reloading) return;
+    var scroller = byId("scroller");
+    var atBottom = scroller ? scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80 : true;
+    reloading = true;
+    window.htmx
+      .ajax("GET", window.location.pathname + window.location.search, {
+        target: "#messages",
+        select: "#messages",
+        swap: "outerHTML",
+      })
+      .then(function () {
+        reloading = false;
+        showLatestUndo();
+        if (atBottom && scroller) scroller.scrollTop = scroller.scrollHeight;
+      }, function () {
+        reloading = false;
+      });
+  }
+
+  document.addEventListener("netaclaw:history-changed", reloadHistory);
+
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var signals = document.querySelectorAll("#notices [data-history-refresh]");
+    if (signals.length) {
+      signals.forEach(function (signal) {
+        signal.remove();
+      });
+      reloadHistory();
+    }
+    showLatestUndo();
+    document.querySelectorAll("[data-progress-text]").forEach(function (text) {
+      text.scrollTop = text.scrollHeight;
+    });
+  });
+
+  document.addEventListener("htmx:afterSettle", showLatestUndo);
+  document.addEventListener("DOMContentLoaded", showLatestUndo);
+
+  // -- the live summary survives a re-rendered compaction status ----------------------
+
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    var fragment = event.detail.fragment;
+    if (!target || target.id !== "compaction-status" || !fragment || !fragment.querySelector) return;
+    var current = byId("compaction-progress");
+    var incoming = fragment.querySelector("#compaction-progress");
+    if (!current || current.hidden || !incoming || !incoming.hidden) return;
+    if (!fragment.querySelector("#compaction-pending")) return; // the compaction has ended
+    incoming.replaceWith(current.cloneNode(true));
+  });
+
+  // -- frames for what this page does not show ----------------------------------------
+
+  var IN_PLACE = /^(msg-\d+|compaction-progress)$/;
+  var UPDATE = /<[a-z]+\b[^>]*\bid="(msg-\d+|compaction-progress)"[^>]*\bhx-swap-oob="true"/;
+
+  if (window.htmx && typeof window.htmx.defineExtension === "function") {
+    window.htmx.defineExtension("netaclaw-missing-updates", {
+      transformResponse: function (text, xhr) {
+        if (xhr || !UPDATE.test(text)) return text; // socket frames only
+        var template = document.createElement("template");
+        template.innerHTML = text;
+        var dropped = false;
+        Array.prototype.slice.call(template.content.children).forEach(function (child) {
+          var oob = child.getAttribute("hx-swap-oob");
+          if (IN_PLACE.test(child.id) && oob === "true" && !byId(child.id)) {
+            child.remove();
+            dropped = true;
+          }
+        });
+        return dropped ? template.innerHTML : text;
+      },
+    });
+    var root = document.documentElement;
+    var listed = root.getAttribute("hx-ext");
+    if (!listed || listed.indexOf("netaclaw-missing-updates") < 0) {
+      root.setAttribute("hx-ext", listed ? listed + ", netaclaw-missing-updates" : "netaclaw-missing-updates");
+    }
+  }
+})();
+
+/* --- compaction preview (issue 17 item 6) ---
+ * "/compact --preview [focus]" and the status line's Preview button send
+ * {"type": "compact", "sessionId", "preview": true, "instructions"?}. compaction_preview
+ * swaps the preview drawer into #summary-drawer (preview_drawer.html); its Accept and
+ * Discard submit the hidden #preview-accept-form {"type": "preview_accept", "sessionId",
+ * "previewId", "summary"} and #preview-discard-form {"type": "preview_discard", "sessionId",
+ * "previewId"} (the drawer is outside the socket's element). Once either is sent the drawer
+ * closes; an accept's bubble then arrives in #messages. A compaction applied meanwhile
+ * closes it too: the preview no longer stands for the history.
+ */
+(function () {
+  "use strict";
+
+  function byId(id) {
+    return document.getElementById(id);
+  }
+
+  function previewDrawer() {
+    var root = byId("summary-drawer");
+    if (!root || root.getAttribute("data-open") !== "true") return null;
+    return root.hasAttribute("data-preview-id") ? root : null;
+  }
+
+  function closePreview() {
+    var root = previewDrawer();
+    var close = root && root.querySelector("[data-close-drawer]");
+    if (!close) return;
+    close.click(); // the summary drawer's own closing
+    var input = byId("chat-input");
+    if (input && !input.disabled) input.focus();
+  }
+
+  document.addEventListener("htmx:wsAfterSend", function (event) {
+    var form = event.target;
+    if (form && (form.id === "preview-accept-form" || form.id === "preview-discard-form")) {
+      closePreview();
+    }
+  });
+
+  document.addEventListener("htmx:wsAfterMessage", function (event) {
+    var compact = byId("compact-button");
+    var preview = byId("compact-preview-button");
+    if (compact && preview) preview.disabled = compact.disabled; // a chat started here
+    var root = previewDrawer();
+    if (!root) return;
+    var message = String((event.detail && event.detail.message) || "");
+    if (message.indexOf('data-event="compaction_done"') >= 0) {
+      closePreview();
+      return;
+    }
+    if (root.dataset.focused) return;
+    root.dataset.focused = "1";
+    var field = root.querySelector("textarea") || root.querySelector('[role="dialog"]');
+    if (field) field.focus();
   });
 })();

@@ -174,7 +174,7 @@ def test_tool_calls_and_results_are_collapsible(page: Page, data, daphne_url, ll
         "已写入 notes.md"
     )
     call = page.locator("#messages details.tool-call")
-    result = page.locator("#messages article[data-role=tool] details")
+    result = page.locator("#messages article[data-role=tool] details.tool-block")
     for block, title, body in [
         (call, "工具调用 · write_file", '"path": "notes.md"'),
         (result, "工具结果 · write_file", "notes.md"),

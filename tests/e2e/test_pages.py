@@ -115,11 +115,16 @@ def test_summary_drawer_by_keyboard(page: Page, data, daphne_url) -> None:
     dialog = page.get_by_role("dialog", name="压缩摘要")
     expect(dialog).to_be_focused()
     close = dialog.get_by_role("button", name="关闭")
-    for _ in range(3):
-        page.keyboard.press("Tab")
-        expect(close).to_be_focused()  # the only control inside: Tab never leaves
+    page.keyboard.press("Tab")
+    expect(close).to_be_focused()  # the first control
+    # the drawer's controls (issue 17) end with "Edit summary": Tab never leaves them
     page.keyboard.press("Shift+Tab")
+    expect(dialog.locator("[data-edit-summary]")).to_be_focused()
+    page.keyboard.press("Tab")
     expect(close).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Shift+Tab")
+    assert dialog.evaluate("d => d.contains(document.activeElement)")
     page.keyboard.press("Escape")
     expect(page.get_by_role("dialog")).to_have_count(0)
     expect(link).to_be_focused()

@@ -11,32 +11,16 @@ from channels.db import database_sync_to_async
 
 from agents.models import CompactionRecord, Message
 from agents.selectors import llm_history_load
-from agents.services import messages_bulk_append
 from scripted_llm import Reply, ToolCall
-from tests.factories import make_agent, make_channel, make_session, make_user
+from tests.factories import make_user
+from tests.support.history import chat_to_compact
 from tests.support.sockets import connect, receive_until, send, token_for
 from tests.support.summaries import SUMMARY, is_summary_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@database_sync_to_async
-def _setup(server, *, window: int = 200_000, history: int = 20, mode: str = "auto"):
-    user = make_user()
-    channel = make_channel(
-        base_url=server.openai_base_url, context_window=window, is_auxiliary=True
-    )
-    agent = make_agent(model_channel=channel, auxiliary_model_channel=channel, compaction_mode=mode)
-    session = make_session(owner=user, agent=agent)
-    rows = [
-        {
-            "role": "user" if i % 2 == 0 else "assistant",
-            "content": f"第 {i} 轮 src/parser.py " + "内容" * 200,
-        }
-        for i in range(history)
-    ]
-    messages_bulk_append(session=session, rows=rows)
-    return user, session
+_setup = database_sync_to_async(chat_to_compact)
 
 
 @database_sync_to_async

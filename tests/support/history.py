@@ -67,6 +67,29 @@ def session_to_compact(
     return session
 
 
+def chat_to_compact(
+    server: ScriptedLLMServer, *, window: int = 200_000, history: int = 20, mode: str = "auto"
+) -> tuple[Any, ChatSession]:
+    """(owner, session): ``history`` alternating Chinese turns of about 400 characters on an
+    agent whose model and auxiliary model are ``server`` (one channel of ``window`` tokens)
+    and whose compaction mode is ``mode``."""
+    user = make_user()
+    channel = make_channel(
+        base_url=server.openai_base_url, context_window=window, is_auxiliary=True
+    )
+    agent = make_agent(model_channel=channel, auxiliary_model_channel=channel, compaction_mode=mode)
+    session = make_session(owner=user, agent=agent)
+    rows = [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"第 {i} 轮 src/parser.py " + "内容" * 200,
+        }
+        for i in range(history)
+    ]
+    messages_bulk_append(session=session, rows=rows)
+    return user, session
+
+
 def apply_compaction(
     session: ChatSession,
     msgs: Sequence[Message],

@@ -1,0 +1,450 @@
+"""A compaction's summary, shown before it applies (issue 17 item 6; README "Preview before
+applying").
+
+A manual compaction asked for with ``preview`` runs exactly as ``/compact`` does — the
+lease and its in-progress rule, ``compaction_start`` and ``compaction_progress``, the
+auxiliary model, the standing instructions and focus, ``upTo`` — up to its summary; then,
+instead of the write-back (``CompactionService.compact(keep=…)``), the result is kept as a
+``CompactionPreview`` and announced as ``compaction_preview``. The history is untouched.
+
+Accepting it — the summary as written, or edited — applies exactly that summary to exactly
+that span, with no model call, through the service's own write-back (the record, the
+events, the counters and undo work as for any compaction), if the history it was made from
+is still the start of the history: the fingerprint of ``compaction.background`` (ids,
+summary and pin flags, contents), with a content hash that is the same in every process.
+Messages added since stay after it. Otherwise ``history_changed`` and nothing is written.
+
+At most one preview per session is kept (a new one replaces it), a preview expires after
+``PREVIEW_TTL``, and none is ever sent to a model. The auxiliary model's cost is audited
+either way: an accepted preview's record is ``done`` with reason ``previewed`` (and the
+edit in ``edits``); a discarded, replaced or expired one is recorded ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from agents import services
+from agents.broadcast import publish
+from agents.events import CompactionPreviewReady, ErrorEvent
+from agents.models import ChatSession, CompactionPreview, CompactionRecord
+from agents.reasons import wire_text
+from agents.storable import storable_text
+from compaction import core, records
+from compaction.context import UpToNotFound, compaction_input
+from compaction.lease import held_lease
+from compaction.service import (
+    CompactionCancelled,
+    CompactionOutcome,
+    CompactionService,
+    Keep,
+    Summarized,
+    acompact,
+    end_lease_for_write,
+)
+
+logger = logging.getLogger(__name__)
+
+PREVIEW_TTL = timedelta(hours=1)
+SUMMARY_MAX_CHARS = 200_000  # an edited summary, as a summary edit (``compaction.controls``)
+
+# the reason of the record an accepted preview writes (status done)
+PREVIEWED = "previewed"
+# the reasons of the records a preview that never applied writes (status cancelled)
+DISCARDED = "preview_discarded"
+REPLACED = "preview_replaced"
+EXPIRED = "preview_expired"
+
+
+class PreviewNotFound(LookupError):
+    """No open preview of that id in this session: never one, or applied, discarded,
+    replaced by a newer one, or expired."""
+
+
+class PreviewRefused(Exception):
+    """An accept refused with a reason of ``agents.reasons`` (history_changed, in_progress,
+    cancelled, storage_error); nothing was written."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(wire_text(reason))
+        self.reason = reason
+        self.error = wire_text(reason)
+
+
+# --- the history a preview was made from -------------------------------------------------
+
+
+def fingerprint(messages: Sequence[core.Message]) -> list[list[Any]]:
+    """What each message must still be for a preview to stand for it (JSON; a hash that is
+    the same in every process, unlike ``hash``)."""
+    return [
+        [
+            m.id,
+            m.is_summary,
+            m.pinned,
+            hashlib.sha256(m.content.encode("utf-8", "surrogatepass")).hexdigest()[:32],
+        ]
+        for m in messages
+    ]
+
+
+def _made_from(messages: Sequence[core.Message], stored: list[list[Any]]) -> bool:
+    """The history still starts with what the preview was made from."""
+    return fingerprint(messages[: len(stored)]) == stored
+
+
+# --- making one ----------------------------------------------------------------------------
+
+
+def keeper(*, created_by: int | None) -> Keep:
+    """The service's ``keep``: store the summarized result as the session's preview
+    (replacing any other) in the transaction that ends the lease; announce it after the
+    commit."""
+
+    def keep(s: Summarized) -> CompactionOutcome:
+        result = s.result
+        sid = str(s.session.pk)
+        content = result.summary_message.content if result.summary_message else ""
+        with transaction.atomic():
+            end_lease_for_write(s.session, s.lease, s.cancel)
+            for old in CompactionPreview.objects.select_for_update().filter(session=s.session):
+                _close(old, EXPIRED if _expired(old) else REPLACED)
+            row = CompactionPreview.objects.create(
+                session=s.session,
+                created_by_id=created_by,
+                summary=storable_text(content),
+                fingerprint=fingerprint(s.messages),
+                instructions=s.audit.instructions,
+                up_to_message_id=s.audit.up_to,
+                tokens_before=s.tokens_before,
+                tokens_after=s.tokens_after,
+                result=_result_json(result, s.chain_depth),
+                audit=_audit_json(s.audit),
+            )
+            event = CompactionPreviewReady(
+                session_id=sid,
+                preview_id=row.pk,
+                summary=core.summary_body(row.summary),
+                removed_count=len(result.summarized_ids),
+                tokens_before=s.tokens_before,
+                tokens_after=s.tokens_after,
+            )
+            transaction.on_commit(lambda: publish(sid, event))
+        return CompactionOutcome(
+            status="previewed",
+            removed_count=event.removed_count,
+            tokens_before=s.tokens_before,
+            tokens_after=s.tokens_after,
+            event=event,
+        )
+
+    return keep
+
+
+def compaction_preview(
+    *,
+    session: ChatSession,
+    created_by: int | None,
+    instructions: str | None = None,
+    up_to: int | None = None,
+    trigger: str | None = None,
+) -> CompactionOutcome:
+    """A manual compaction up to its summary, kept as a preview (status ``previewed``,
+    ``event`` the ``CompactionPreviewReady``); any other ending is the compaction's."""
+    return CompactionService().compact(
+        session=session,
+        reason="manual",
+        instructions=instructions,
+        trigger=trigger,
+        up_to=up_to,
+        keep=keeper(created_by=created_by),
+    )
+
+
+async def apreview(
+    session_id: str,
+    *,
+    created_by: int | None,
+    instructions: str | None = None,
+    up_to: int | None = None,
+    trigger: str | None = None,
+) -> CompactionOutcome:
+    """``compaction_preview`` from async code (a worker thread, as ``acompact``)."""
+    return await acompact(
+        session_id,
+        reason="manual",
+        instructions=instructions,
+        trigger=trigger,
+        up_to=up_to,
+        keep=keeper(created_by=created_by),
+    )
+
+
+def _result_json(result: core.CompactionResult, chain_depth: int) -> dict[str, Any]:
+    """What the write-back reads of the result, besides the summary's content."""
+    return {
+        "summarizedIds": list(result.summarized_ids),
+        "prunedIds": list(result.pruned_ids),
+        "anchoredIds": list(result.anchored_ids),
+        "foldedSummaryIds": list(result.folded_summary_ids),
+        "pinnedIds": list(result.pinned_ids),
+        "language": result.language,
+        "regrounded": result.regrounded,
+        "requests": [{**asdict(r), "prompt": ""} for r in result.requests],
+        "chainDepth": chain_depth,
+        "hasSummary": result.summary_message is not None,
+    }
+
+
+def _audit_json(audit: records.CompactionAudit) -> dict[str, Any]:
+    """What the summary's making cost, for the record written when the preview closes."""
+    return {
+        "trigger": audit.trigger,
+        "channel": audit.channel_name,
+        "model": audit.model,
+        "requests": audit.requests,
+        "inputTokens": audit.input_tokens,
+        "outputTokens": audit.output_tokens,
+        "durationMs": audit.duration_ms,
+        "startedAt": audit.started_at.isoformat(),
+    }
+
+
+def _audit(preview: CompactionPreview) -> records.CompactionAudit:
+    """The audit of the preview's making, as if its compaction were running now (its
+    duration is the summary's, not the wait for the accept)."""
+    a = preview.audit
+    return records.CompactionAudit(
+        trigger=str(a.get("trigger") or "manual"),
+        instructions=preview.instructions,
+        up_to=preview.up_to_message_id,
+        started_at=datetime.fromisoformat(a["startedAt"]) if a.get("startedAt") else timezone.now(),
+        started=time.monotonic() - int(a.get("durationMs") or 0) / 1000,
+        channel_name=str(a.get("channel") or ""),
+        model=str(a.get("model") or ""),
+        requests=int(a.get("requests") or 0),
+        input_tokens=a.get("inputTokens"),
+        output_tokens=a.get("outputTokens"),
+        tokens_before=preview.tokens_before,
+    )
+
+
+# --- finding, closing ------------------------------------------------------------------------
+
+
+def _expired(preview: CompactionPreview) -> bool:
+    return preview.created_at <= timezone.now() - PREVIEW_TTL
+
+
+def _close(preview: CompactionPreview, reason: str) -> None:
+    """Delete a preview that never applied; its record says what its summary cost."""
+    records.record_outcome(
+        session=preview.session,
+        audit=_audit(preview),
+        status="cancelled",
+        reason=reason,
+        error="",
+        tokens=preview.tokens_before,
+    )
+    preview.delete()
+
+
+def preview_for_session(*, session: ChatSession, preview_id: int) -> CompactionPreview:
+    """The session's open preview of that id, or ``PreviewNotFound`` (an expired one is
+    closed on the way)."""
+    preview = CompactionPreview.objects.filter(session=session, pk=preview_id).first()
+    if preview is None:
+        raise PreviewNotFound(preview_id)
+    if _expired(preview):
+        with transaction.atomic():
+            if CompactionPreview.objects.select_for_update().filter(pk=preview.pk).exists():
+                _close(preview, EXPIRED)
+        raise PreviewNotFound(preview_id)
+    return preview
+
+
+def preview_discard(*, session: ChatSession, preview_id: int) -> None:
+    """Drop the preview (``PreviewNotFound`` when it is gone); recorded ``cancelled``."""
+    preview = preview_for_session(session=session, preview_id=preview_id)
+    with transaction.atomic():
+        if not CompactionPreview.objects.select_for_update().filter(pk=preview.pk).exists():
+            raise PreviewNotFound(preview_id)
+        _close(preview, DISCARDED)
+
+
+# --- accepting -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    """The summary an accept applies, and the audit's edit entry when it was edited."""
+
+    content: str
+    edit: dict[str, Any] | None
+
+
+def _summary(preview: CompactionPreview, text: str | None, editor: Any) -> _Summary:
+    """``text`` replaces the summary's body (what the drawer shows and the event carries);
+    the prefix, framing and recall hint around it stay, so the stored summary still reads
+    as one (``core.summary_body``). A preview that only prunes has no summary to edit."""
+    stored = preview.summary
+    body = core.summary_body(stored)
+    if text is None or not stored:
+        return _Summary(stored, None)
+    edited = storable_text(text.replace("\r\n", "\n").strip())
+    if not edited or edited == body:
+        return _Summary(stored, None)
+    at = stored.find(body) if body else -1
+    content = stored[:at] + edited + stored[at + len(body) :] if at >= 0 else edited
+    edit = {
+        "by": getattr(editor, "username", "") or "",
+        "byId": getattr(editor, "pk", None),
+        "at": timezone.now().isoformat(),
+        "previous": stored,
+        "preview": True,  # edited before it applied
+    }
+    return _Summary(content, edit)
+
+
+def _applied_result(
+    preview: CompactionPreview, content: str, messages: Sequence[core.Message]
+) -> core.CompactionResult:
+    """The previewed result as the write-back takes it: its ids and figures, ``content`` as
+    the summary, and the compacted context it leaves (what the dropped facts are read
+    against): every message now given to the core but the summarized ones, pruned outputs as
+    their placeholder, and the summary."""
+    r = preview.result
+    summarized = tuple(int(i) for i in r.get("summarizedIds", ()))
+    pruned = tuple(int(i) for i in r.get("prunedIds", ()))
+    summary = (
+        core.Message(role="user", content=content, is_summary=True)
+        if r.get("hasSummary", True) and content
+        else None
+    )
+    gone, dim = set(summarized), set(pruned)
+    kept = [
+        replace(m, content=core.PRUNED_TOOL_PLACEHOLDER) if m.id in dim else m
+        for m in messages
+        if m.id is None or m.id not in gone
+    ]
+    return core.CompactionResult(
+        status=core.COMPACTED if summary is not None else core.PRUNED_ONLY,
+        messages=(*kept, *([summary] if summary is not None else [])),
+        tokens_before=preview.tokens_before,
+        tokens_after=preview.tokens_after,
+        summary_message=summary,
+        summary_text=core.summary_body(content) if summary is not None else None,
+        summarized_ids=summarized,
+        pruned_ids=pruned,
+        requests=tuple(core.SummaryRequest(**q) for q in r.get("requests", ())),
+        language=r.get("language", "en"),
+        anchored_ids=tuple(int(i) for i in r.get("anchoredIds", ())),
+        pinned_ids=tuple(int(i) for i in r.get("pinnedIds", ())),
+        folded_summary_ids=tuple(int(i) for i in r.get("foldedSummaryIds", ())),
+        regrounded=bool(r.get("regrounded", False)),
+    )
+
+
+def preview_accept(
+    *, session: ChatSession, preview_id: int, editor: Any, summary: str | None = None
+) -> CompactionOutcome:
+    """Apply the preview (its summary, or ``summary`` as the edited text) as a compaction.
+
+    Raises ``PreviewNotFound``, or ``PreviewRefused`` with nothing written: the history it
+    was made from changed (``history_changed``), a compaction runs (``in_progress``), a
+    stop took the lease back (``cancelled``) or the database failed (``storage_error``).
+    The events (``message``, ``compaction_done``) go out after the commit; the token bar's
+    reading is the caller's to publish (``chat.turn.token_update_now``)."""
+    preview = preview_for_session(session=session, preview_id=preview_id)
+    chosen = _summary(preview, summary, editor)
+    with held_lease(session) as lease:
+        if lease is None:
+            raise PreviewRefused("in_progress")
+        try:
+            source = compaction_input(session, up_to=preview.up_to_message_id)
+        except UpToNotFound:
+            raise PreviewRefused("history_changed") from None
+        if not _made_from(source.messages, preview.fingerprint):
+            raise PreviewRefused("history_changed")
+        result = _applied_result(preview, chosen.content, source.messages)
+
+        def on_record(record: CompactionRecord) -> None:
+            deleted, _ = CompactionPreview.objects.filter(pk=preview.pk).delete()
+            if not deleted:  # applied or discarded meanwhile: this write-back rolls back
+                raise services.SpanChanged("the preview is gone")
+            CompactionRecord.objects.filter(pk=record.pk).update(
+                reason=PREVIEWED, edits=[chosen.edit] if chosen.edit else []
+            )
+
+        try:
+            return CompactionService().write_back(
+                session=session,
+                reason="manual",
+                result=result,
+                lease=lease,
+                chain_depth=int(preview.result.get("chainDepth", 1)),
+                audit=_audit(preview),
+                source=source,
+                on_record=on_record,
+            )
+        except services.SpanChanged:
+            raise PreviewRefused("history_changed") from None
+        except CompactionCancelled:
+            raise PreviewRefused("cancelled") from None
+        except DatabaseError:
+            logger.exception("the preview of session %s could not be applied", session.pk)
+            raise PreviewRefused("storage_error") from None
+
+
+def preview_json(event: CompactionPreviewReady) -> dict[str, Any]:
+    """The REST answer of a preview: the event's fields without ``type``."""
+    return {k: v for k, v in event.to_json().items() if k != "type"}
+
+
+# --- the socket ------------------------------------------------------------------------------
+
+
+def _session(session_id: str) -> ChatSession:
+    return ChatSession.objects.select_related("agent__model_channel").get(pk=session_id)
+
+
+def _gone(session_id: str) -> ErrorEvent:
+    """A preview the socket names that is not there any more (or never was this chat's):
+    the history it stood for has moved on, so it is told as ``history_changed``."""
+    return ErrorEvent(wire_text("history_changed"), "history_changed", session_id)
+
+
+@database_sync_to_async
+def accept_for_socket(
+    session_id: str, preview_id: int, summary: str | None, editor: Any
+) -> ErrorEvent | None:
+    """A ``preview_accept`` frame (its session's access was checked): None when it applied
+    (the events went to the session's group), else the refusal to send back."""
+    try:
+        preview_accept(
+            session=_session(session_id), preview_id=preview_id, editor=editor, summary=summary
+        )
+    except PreviewNotFound:
+        return _gone(session_id)
+    except PreviewRefused as exc:
+        return ErrorEvent(exc.error, exc.reason, session_id)
+    return None
+
+
+@database_sync_to_async
+def discard_for_socket(session_id: str, preview_id: int) -> None:
+    """A ``preview_discard`` frame: a preview that is gone already is no error."""
+    try:
+        preview_discard(session=_session(session_id), preview_id=preview_id)
+    except PreviewNotFound:
+        pass
