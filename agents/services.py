@@ -77,13 +77,19 @@ def session_rename(*, session: ChatSession, title: str) -> ChatSession:
 
 
 def session_delete(*, session: ChatSession) -> None:
-    """Delete a session, its messages and its tool workspace (the folder goes once the
-    deletion is committed, so a rolled-back delete keeps its files); every open page of its
-    owner hears of it."""
-    root = session_workspace_root(session.pk)
+    """Delete a session, its messages and its tool workspace (``workspace_remove_on_delete``
+    removes the folder once the deletion is committed); every open page of its owner hears
+    of it."""
     owner_id, deleted = session.owner_id, SessionDeleted(str(session.pk))
     session.delete()
     transaction.on_commit(lambda: publish_to_owner(owner_id, deleted))
+
+
+def workspace_remove_on_delete(sender: Any, instance: ChatSession, **kwargs: Any) -> None:
+    """``post_delete`` of a session, whatever deleted it (this service, a user's deletion
+    cascading to their chats, the admin's bulk delete): its workspace folder goes once the
+    deletion is committed, so a rolled-back delete keeps its files."""
+    root = session_workspace_root(instance.pk)
 
     def remove_workspace() -> None:
         try:
@@ -93,7 +99,7 @@ def session_delete(*, session: ChatSession) -> None:
         except OSError:
             log.warning("could not remove the workspace of deleted session %s", root.name)
 
-    transaction.on_commit(remove_workspace)
+    transaction.on_commit(remove_workspace, using=kwargs.get("using"))
 
 
 def tool_calls_to_json(tool_calls: Iterable[ToolCall]) -> list[dict[str, str]]:

@@ -303,6 +303,27 @@ def test_the_admin_deletes_workspaces_one_by_one_and_in_bulk(
     assert [session_workspace_root(s.pk).exists() for s in sessions] == [False, False, False]
 
 
+@pytest.mark.django_db
+def test_deleting_a_user_removes_the_workspaces_of_their_chats(
+    django_capture_on_commit_callbacks,
+) -> None:
+    """The cascade from the user to their chats bypasses ``session_delete``: the workspace
+    goes with the row whatever deleted it."""
+    from agents.tools import session_workspace_root
+    from tests.factories import make_session, make_user
+
+    owner, other = make_user(), make_user()
+    theirs = [make_session(owner=owner) for _ in range(2)]
+    kept = make_session(owner=other)
+    for s in (*theirs, kept):
+        session_workspace_root(s.pk).mkdir(parents=True)
+        (session_workspace_root(s.pk) / "f.txt").write_text("hi")
+    with django_capture_on_commit_callbacks(execute=True):
+        owner.delete()
+    assert [session_workspace_root(s.pk).exists() for s in theirs] == [False, False]
+    assert (session_workspace_root(kept.pk) / "f.txt").exists()
+
+
 # --- item 6: no server path in tool errors ---------------------------------------------------
 
 
