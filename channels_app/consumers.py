@@ -114,20 +114,15 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             await gateway.submit_retry(session_id=session_id, reply=self.send_event)
             return
         if isinstance(frame, UndoFrame):  # issue 17: events go to the session's group
-            refusal = await undo_for_socket(session_id, frame.compaction_id)
-            if refusal is not None:
-                await self.send_event(refusal)
-            else:
-                await apublish(session_id, await read_token_update(session_id))
+            await self._changed_or_refused(
+                session_id, await undo_for_socket(session_id, frame.compaction_id)
+            )
             return
-        if isinstance(frame, PreviewAcceptFrame):  # issue 17: as an undo, events to the group
+        if isinstance(frame, PreviewAcceptFrame):  # issue 17: as an undo
             refusal = await accept_for_socket(
                 session_id, frame.preview_id, frame.summary, self.user
             )
-            if refusal is not None:
-                await self.send_event(refusal)
-            else:
-                await apublish(session_id, await read_token_update(session_id))
+            await self._changed_or_refused(session_id, refusal)
             return
         if isinstance(frame, PreviewDiscardFrame):
             await discard_for_socket(session_id, frame.preview_id)
@@ -140,6 +135,14 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             preview=frame.preview,
             user_id=self.user.pk,
         )
+
+    async def _changed_or_refused(self, session_id: str, refusal: ErrorEvent | None) -> None:
+        """After an undo or an accepted preview: the refusal to this socket, or the token
+        bar's new reading to the session's group (its other events went there already)."""
+        if refusal is not None:
+            await self.send_event(refusal)
+        else:
+            await apublish(session_id, await read_token_update(session_id))
 
     async def submit_accepted(self, accepted: AcceptedChat) -> None:
         """A stored chat message (or one refused before it was stored) on its way; the

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -31,7 +32,13 @@ from agents.events import MeterReading
 from agents.models import ChatSession, CompactionMode
 from compaction import core, notes, records
 from compaction.auxiliary import AuxiliaryClient, AuxiliaryError
-from compaction.context import CompactionInput, compaction_input, policy_for_session
+from compaction.context import (
+    CompactionInput,
+    compaction_input,
+    history_fingerprint,
+    policy_for_session,
+    still_starts_with,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,9 +52,6 @@ _lock = threading.Lock()
 _prepared: OrderedDict[str, Prepared] = OrderedDict()
 _running: dict[str, Future[Prepared | None]] = {}
 
-# what a message must still be for a prepared summary to stand for it
-Fingerprint = tuple[int | None, bool, bool, int]
-
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
@@ -55,7 +59,7 @@ class Prepared:
 
     compaction_count: int
     instructions: str
-    fingerprint: tuple[Fingerprint, ...]
+    fingerprint: list[list[Any]]  # ``context.history_fingerprint`` of what it was made from
     result: core.CompactionResult
     prepared_at: float
     notes: str = ""  # what the agent wrote before it (``compaction.notes``)
@@ -119,10 +123,6 @@ def _finished(session_id: str, future: Future[Prepared | None]) -> None:
                 _prepared.popitem(last=False)
 
 
-def fingerprint(messages: list[core.Message]) -> tuple[Fingerprint, ...]:
-    return tuple((m.id, m.is_summary, m.pinned, hash(m.content)) for m in messages)
-
-
 def _prepare(session_id: str) -> Prepared | None:
     """The compaction the threshold will ask for, computed now against the soft threshold
     (so it also leaves room for what the chat adds meanwhile); nothing is written."""
@@ -163,7 +163,7 @@ def _prepare(session_id: str) -> Prepared | None:
     return Prepared(
         compaction_count=session.compaction_count,
         instructions=instructions,
-        fingerprint=fingerprint(source.messages),
+        fingerprint=history_fingerprint(source.messages),
         result=result,
         prepared_at=time.monotonic(),
         notes=written,
@@ -207,9 +207,9 @@ def take(
         return None
     if prepared.instructions != instructions:
         return None
-    seen = len(prepared.fingerprint)
-    if fingerprint(source.messages[:seen]) != prepared.fingerprint:
+    if not still_starts_with(source.messages, prepared.fingerprint):
         return None
+    seen = len(prepared.fingerprint)
     messages = (*prepared.result.messages, *source.messages[seen:])
     before = core.estimate_messages(source.messages, policy.chars_per_token)
     after = core.estimate_messages(messages, policy.chars_per_token)

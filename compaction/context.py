@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -109,6 +111,26 @@ def compaction_input(session: ChatSession, *, up_to: int | None = None) -> Compa
             default=0,
         ),
     )
+
+
+def history_fingerprint(messages: Sequence[Message]) -> list[list[Any]]:
+    """What each message must still be for a summary made from ``messages`` to stand for
+    them (id, summary and pin flags, a content hash): JSON, and the same in every process,
+    unlike ``hash``. A preview stores it; a background preparation keeps it in memory."""
+    return [
+        [
+            m.id,
+            m.is_summary,
+            m.pinned,
+            hashlib.sha256(m.content.encode("utf-8", "surrogatepass")).hexdigest()[:32],
+        ]
+        for m in messages
+    ]
+
+
+def still_starts_with(messages: Sequence[Message], fingerprint: list[list[Any]]) -> bool:
+    """The history ``messages`` still starts with what ``fingerprint`` was taken of."""
+    return history_fingerprint(messages[: len(fingerprint)]) == fingerprint
 
 
 def summarized_originals(session: ChatSession) -> tuple[list[Message], int]:

@@ -23,6 +23,7 @@ from agents.history_pages import message_for_session
 from agents.message_format import message_to_json
 from agents.models import ChatSession, CompactionRecord, Message, Role
 from agents.storable import storable_text
+from compaction import records
 from compaction.core import Message as CoreMessage
 from compaction.core import ToolCall, estimate_tokens
 
@@ -127,12 +128,7 @@ def summary_edit(*, session: ChatSession, message_id: int, content: str, editor:
         if summary.compacted_at is not None:
             raise EditRefused("summary_not_active")
         now = timezone.now()
-        edit = {
-            "by": getattr(editor, "username", "") or "",
-            "byId": getattr(editor, "pk", None),
-            "at": now.isoformat(),
-            "previous": summary.content,
-        }
+        edit = records.edit_entry(editor=editor, previous=summary.content, at=now)
         summary.content = text
         summary.token_estimate = stored_estimate(summary)
         summary.metadata = {

@@ -22,7 +22,6 @@ edit in ``edits``); a discarded, replaced or expired one is recorded ``cancelled
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Sequence
@@ -41,7 +40,12 @@ from agents.models import ChatSession, CompactionPreview, CompactionRecord
 from agents.reasons import wire_text
 from agents.storable import storable_text
 from compaction import core, records
-from compaction.context import UpToNotFound, compaction_input
+from compaction.context import (
+    UpToNotFound,
+    compaction_input,
+    history_fingerprint,
+    still_starts_with,
+)
 from compaction.lease import held_lease
 from compaction.service import (
     CompactionCancelled,
@@ -56,7 +60,6 @@ from compaction.service import (
 logger = logging.getLogger(__name__)
 
 PREVIEW_TTL = timedelta(hours=1)
-SUMMARY_MAX_CHARS = 200_000  # an edited summary, as a summary edit (``compaction.controls``)
 
 # the reason of the record an accepted preview writes (status done)
 PREVIEWED = "previewed"
@@ -81,28 +84,6 @@ class PreviewRefused(Exception):
         self.error = wire_text(reason)
 
 
-# --- the history a preview was made from -------------------------------------------------
-
-
-def fingerprint(messages: Sequence[core.Message]) -> list[list[Any]]:
-    """What each message must still be for a preview to stand for it (JSON; a hash that is
-    the same in every process, unlike ``hash``)."""
-    return [
-        [
-            m.id,
-            m.is_summary,
-            m.pinned,
-            hashlib.sha256(m.content.encode("utf-8", "surrogatepass")).hexdigest()[:32],
-        ]
-        for m in messages
-    ]
-
-
-def _made_from(messages: Sequence[core.Message], stored: list[list[Any]]) -> bool:
-    """The history still starts with what the preview was made from."""
-    return fingerprint(messages[: len(stored)]) == stored
-
-
 # --- making one ----------------------------------------------------------------------------
 
 
@@ -123,7 +104,7 @@ def keeper(*, created_by: int | None) -> Keep:
                 session=s.session,
                 created_by_id=created_by,
                 summary=storable_text(content),
-                fingerprint=fingerprint(s.messages),
+                fingerprint=history_fingerprint(s.messages),
                 instructions=s.audit.instructions,
                 up_to_message_id=s.audit.up_to,
                 tokens_before=s.tokens_before,
@@ -304,15 +285,9 @@ def _summary(preview: CompactionPreview, text: str | None, editor: Any) -> _Summ
     edited = storable_text(text.replace("\r\n", "\n").strip())
     if not edited or edited == body:
         return _Summary(stored, None)
-    at = stored.find(body) if body else -1
-    content = stored[:at] + edited + stored[at + len(body) :] if at >= 0 else edited
-    edit = {
-        "by": getattr(editor, "username", "") or "",
-        "byId": getattr(editor, "pk", None),
-        "at": timezone.now().isoformat(),
-        "previous": stored,
-        "preview": True,  # edited before it applied
-    }
+    content = core.with_summary_body(stored, edited)
+    # edited before it applied
+    edit = records.edit_entry(editor=editor, previous=stored, at=timezone.now(), preview=True)
     return _Summary(content, edit)
 
 
@@ -374,7 +349,7 @@ def preview_accept(
             source = compaction_input(session, up_to=preview.up_to_message_id)
         except UpToNotFound:
             raise PreviewRefused("history_changed") from None
-        if not _made_from(source.messages, preview.fingerprint):
+        if not still_starts_with(source.messages, preview.fingerprint):
             raise PreviewRefused("history_changed")
         result = _applied_result(preview, chosen.content, source.messages)
 

@@ -123,6 +123,18 @@ class CompactionAudit:
         }
 
 
+def edit_entry(*, editor: Any, previous: str, at: datetime, **extra: Any) -> dict[str, Any]:
+    """One entry of a record's ``edits``: who changed the summary, when, and the text it
+    had before (``extra``: e.g. ``preview=True`` for an edit made before it applied)."""
+    return {
+        "by": getattr(editor, "username", "") or "",
+        "byId": getattr(editor, "pk", None),
+        "at": at.isoformat(),
+        "previous": previous,
+        **extra,
+    }
+
+
 def dropped_json(
     result: core.CompactionResult,
     inputs: Sequence[core.Message],
@@ -204,6 +216,15 @@ def record_outcome(
 def records_for_session(*, session: ChatSession) -> QuerySet[CompactionRecord]:
     """A session's records, newest first."""
     return CompactionRecord.objects.filter(session=session).order_by("-started_at", "-id")
+
+
+def record_of_summary(summary: Message) -> CompactionRecord | None:
+    """The compaction that wrote ``summary`` (None for a summary older than the records)."""
+    return (
+        CompactionRecord.objects.filter(session_id=summary.session_id, summary_message=summary)
+        .order_by("-id")
+        .first()
+    )
 
 
 def latest_active(*, session: ChatSession) -> CompactionRecord | None:

@@ -363,7 +363,7 @@ class CompactionService:
                 return keep(summarized)
             audit.dropped = records.dropped_json(result, messages, source.original_contents)
             return self._persist(
-                session, reason, result, policy, lease, cancel, chain_depth, audit, counted
+                session, reason, result, lease, cancel, chain_depth, audit, counted
             )
         except UpToNotFound:
             return self._fail(session, "unknown_message", wire_text("unknown_message"), 0)
@@ -389,7 +389,6 @@ class CompactionService:
         session: ChatSession,
         reason: str,
         result: core.CompactionResult,
-        policy: core.CompactionPolicy,
         lease: Lease,
         cancel: threading.Event | None = None,
         chain_depth: int = 1,
@@ -510,9 +509,8 @@ class CompactionService:
         counted = _Counted.of(source, result, scale, measured)
         audit.tokens_before = counted.before
         audit.dropped = records.dropped_json(result, source.messages, source.original_contents)
-        policy = policy_for_session(session, scale=scale)  # unread by the write-back
         return self._persist(
-            session, reason, result, policy, lease, None, chain_depth, audit, counted, on_record
+            session, reason, result, lease, None, chain_depth, audit, counted, on_record
         )
 
     def _cancelled(self, session: ChatSession, lease: Lease, tokens: int) -> CompactionOutcome:

@@ -75,6 +75,16 @@ def compaction_suggestion_due(
     return _at_threshold(session=session, reading=reading, visible_count=visible_count)
 
 
+def suggestion_standing(*, session: ChatSession, reading: MeterReading) -> bool:
+    """Mode ``ask`` suggested a compaction that has not happened, and the context is still
+    at the threshold: the page asks again on load."""
+    return (
+        session.agent.compaction_mode == CompactionMode.ASK
+        and session.compaction_suggested_at is not None
+        and reading.over_threshold
+    )
+
+
 def compaction_suggest(
     *, session: ChatSession, reading: MeterReading, visible_count: int
 ) -> CompactionSuggested | None:

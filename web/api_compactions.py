@@ -19,9 +19,8 @@ from agents.message_format import message_to_json
 from agents.models import ChatSession, CompactionRecord
 from chat.turn import token_update_now
 from compaction import records
-from compaction.controls import EditRefused, message_pin, summary_edit
+from compaction.controls import SUMMARY_MAX_CHARS, EditRefused, message_pin, summary_edit
 from compaction.preview import (
-    SUMMARY_MAX_CHARS,
     PreviewNotFound,
     PreviewRefused,
     preview_accept,
@@ -43,6 +42,7 @@ from web.serializers import (
     MessagePatchSerializer,
     MessageSerializer,
     UndoResultSerializer,
+    refuse_nul,
 )
 
 RECORD_ID = OpenApiParameter("record_id", OpenApiTypes.INT, OpenApiParameter.PATH)
@@ -162,6 +162,7 @@ class PreviewAcceptSerializer(serializers.Serializer):
         allow_blank=False,
         max_length=SUMMARY_MAX_CHARS,
         trim_whitespace=False,
+        validators=[refuse_nul],
         help_text="The summary as it should apply (an edit, kept in the record's edits); "
         "absent: the previewed summary.",
     )
@@ -169,10 +170,6 @@ class PreviewAcceptSerializer(serializers.Serializer):
     def validate_summary(self, value: str) -> str:
         if not value.strip():
             raise serializers.ValidationError(_("The summary is empty."))
-        if "\x00" in value:
-            raise serializers.ValidationError(
-                _("The text contains a NUL character, which cannot be stored.")
-            )
         return value
 
 

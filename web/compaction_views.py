@@ -27,9 +27,10 @@ from django_htmx.http import trigger_client_event
 
 from agents import reasons
 from agents.history_pages import MessageNotFound, summary_for_session
-from agents.models import ChatSession, CompactionRecord, CompactionStatus, Message
+from agents.models import ChatSession, CompactionStatus, Message
+from compaction import records
 from compaction.controls import SUMMARY_MAX_CHARS, EditRefused, message_pin, summary_edit
-from compaction.core.prompts import summary_body
+from compaction.core import summary_body, with_summary_body
 from web.page_access import HtmxHttpRequest, own_session
 
 # what chat.js reloads the message list on (an original a pin brought back shows in place)
@@ -107,15 +108,6 @@ def _own_summary(request: HttpRequest, session_id: Any, message_id: int) -> Mess
     return summary
 
 
-def _record(summary: Message) -> CompactionRecord | None:
-    """The compaction that wrote ``summary`` (None for a summary older than the records)."""
-    return (
-        CompactionRecord.objects.filter(session_id=summary.session_id, summary_message=summary)
-        .order_by("-id")
-        .first()
-    )
-
-
 def dropped_groups(session: ChatSession, dropped: Iterable[dict[str, Any]]) -> list[DroppedGroup]:
     """``CompactionRecord.dropped`` (``[{value, kind, messageId}]``) by original message, in
     the order the list names them, with each original's role, time and pin."""
@@ -171,7 +163,7 @@ def drawer_context(
 ) -> dict[str, Any]:
     """What the drawer and the summary page show of ``summary``."""
     session = summary.session
-    record = _record(summary)
+    record = records.record_of_summary(summary)
     metadata = summary.metadata or {}
     instructions = record.instructions if record else str(metadata.get("instructions") or "")
     undone = bool(metadata.get("undone")) or (
@@ -214,16 +206,6 @@ def summary_detail(
     return render_summary(request, _own_summary(request, session_id, message_id))
 
 
-def summary_with_body(content: str, body: str) -> str:
-    """The stored summary with its body (what the drawer shows and edits) replaced: the
-    fixed prefix and framing before it and the recall hint after it stay as they were."""
-    old = summary_body(content)
-    start = content.find(old) if old else -1
-    if start < 0:
-        return body
-    return content[:start] + body + content[start + len(old) :]
-
-
 @require_POST
 def summary_edit_page(
     request: HtmxHttpRequest, session_id: uuid.UUID, message_id: int
@@ -240,7 +222,7 @@ def summary_edit_page(
         summary_edit(
             session=summary.session,
             message_id=summary.pk,
-            content=summary_with_body(summary.content, form.cleaned_data["content"]),
+            content=with_summary_body(summary.content, form.cleaned_data["content"]),
             editor=request.user,
         )
     except EditRefused as exc:
@@ -267,7 +249,7 @@ def dropped_pin(
     back into the compacted view, with the tool calls or results it pairs with); the item
     again, now pinned, and the page reloads its message list (``HISTORY_CHANGED``)."""
     summary = _own_summary(request, session_id, message_id)
-    record = _record(summary)
+    record = records.record_of_summary(summary)
     facts = (
         [f for f in (record.dropped or []) if f.get("messageId") == original_id] if record else []
     )

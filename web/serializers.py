@@ -396,6 +396,14 @@ class UndoResultSerializer(serializers.Serializer):
     restoredCount = serializers.IntegerField()
 
 
+def refuse_nul(value: str) -> None:
+    """A text field's validator: PostgreSQL cannot store a NUL character."""
+    if "\x00" in value:
+        raise serializers.ValidationError(
+            _("The text contains a NUL character, which cannot be stored.")
+        )
+
+
 class MessagePatchSerializer(serializers.Serializer):
     """``{"pinned": bool}`` for any message, ``{"content": str}`` for a summary."""
 
@@ -405,14 +413,11 @@ class MessagePatchSerializer(serializers.Serializer):
         allow_blank=False,
         max_length=SUMMARY_MAX_CHARS,
         trim_whitespace=False,
+        validators=[refuse_nul],
         help_text=_("Only a compaction summary's content can be edited"),
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:
             raise serializers.ValidationError(_("Send 'pinned' or 'content'."))
-        if "\x00" in attrs.get("content", ""):
-            raise serializers.ValidationError(
-                {"content": [_("The text contains a NUL character, which cannot be stored.")]}
-            )
         return attrs

@@ -14,7 +14,11 @@ urlpatterns = [
     path("<uuid:session_id>/delete/", views.session_delete, name="delete"),
     path("<uuid:session_id>/messages/", views.session_messages, name="messages"),
     path("<uuid:session_id>/messages/<int:message_id>/", views.message_detail, name="message"),
-    path("<uuid:session_id>/summary/<int:message_id>/", views.summary_detail, name="summary"),
+    path(
+        "<uuid:session_id>/summary/<int:message_id>/",
+        compaction_views.summary_detail,
+        name="summary",
+    ),
     path(
         "<uuid:session_id>/summary/<int:message_id>/edit/",
         compaction_views.summary_edit_page,

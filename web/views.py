@@ -18,7 +18,6 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from agents.access import agents_for_user, sessions_for_user
 from agents.configuration import agent_editable
-from agents.events import MeterReading
 from agents.history_pages import (
     MessageNotFound,
     history_page,
@@ -26,7 +25,7 @@ from agents.history_pages import (
 )
 from agents.message_format import message_to_json
 from agents.meter import VisibleTokens, meter_read
-from agents.models import Agent, ChatSession, CompactionMode, ModelChannel
+from agents.models import Agent, ChatSession, ModelChannel
 from agents.selectors import (
     HistoryView,
     last_user_message_at,
@@ -38,7 +37,7 @@ from agents.services import session_rename as session_rename_service
 from chat.control import TURN, holder_kind
 from chat.turn_tools import context_reading
 from compaction.auxiliary import AuxiliaryError, resolve_channel
-from web import compaction_views
+from compaction.trigger import suggestion_standing
 from web.chat_forms import RenameChatForm
 from web.forms import NewChatForm
 from web.page_access import HtmxHttpRequest, own_session
@@ -184,7 +183,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         {
             "session": session,
             "meter": MeterView(reading),
-            "suggest_compaction": _compaction_suggested(session, reading),
+            "suggest_compaction": suggestion_standing(session=session, reading=reading),
             # a turn runs (Stop is shown); messages sent meanwhile wait as chips under it
             "busy": busy,
             "busy_seconds": _turn_seconds(session) if busy else 0,
@@ -196,16 +195,6 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         }
     )
     return render(request, "chat/session.html", context)
-
-
-def _compaction_suggested(session: ChatSession, reading: MeterReading) -> bool:
-    """Mode ``ask`` suggested a compaction that has not happened, and the context is still
-    at the threshold: the page asks again on load (issue 17 item 4)."""
-    return (
-        session.agent.compaction_mode == CompactionMode.ASK
-        and session.compaction_suggested_at is not None
-        and reading.over_threshold
-    )
 
 
 def _turn_seconds(session: ChatSession) -> int:
@@ -285,12 +274,3 @@ def message_detail(
     view = message_view(message_to_json(message, view=_history_view(request)))
     context = {"m": view, "session_id": str(session.pk)}
     return render(request, "chat/partials/message.html", context)
-
-
-@require_GET
-def summary_detail(
-    request: compaction_views.HtmxHttpRequest, session_id: uuid.UUID, message_id: int
-) -> HttpResponse:
-    """A compaction summary with its controls: the drawer (htmx) or a page. It lives with
-    the other compaction pages, in ``web.compaction_views``."""
-    return compaction_views.summary_detail(request, session_id, message_id)

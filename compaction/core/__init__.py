@@ -44,7 +44,7 @@ from compaction.core.index import IndexEntry
 from compaction.core.language import detect_language, language_name
 from compaction.core.pins import pinned_indexes
 from compaction.core.policy import CompactionPolicy
-from compaction.core.prompts import SUMMARY_PREFIX, summary_body
+from compaction.core.prompts import SUMMARY_PREFIX, summary_body, with_summary_body
 from compaction.core.pruning import PRUNED_TOOL_PLACEHOLDER
 from compaction.core.regrounding import REGROUND_DEPTH, next_chain_depth, should_reground
 from compaction.core.summarizing import Summarize, SummaryRequest
@@ -105,4 +105,5 @@ __all__ = [
     "repair_tool_pairing",
     "should_reground",
     "summary_body",
+    "with_summary_body",
 ]

@@ -355,3 +355,14 @@ def summary_body(content: str) -> str:
             rest = rest[: -len(hint)]
             break
     return rest.strip()
+
+
+def with_summary_body(content: str, body: str) -> str:
+    """The stored summary ``content`` with its body (``summary_body``: what a user reads and
+    edits) replaced by ``body``: the prefix and framing before it and the recall hint after
+    it stay as they were."""
+    old = summary_body(content)
+    start = content.find(old) if old else -1
+    if start < 0:
+        return body
+    return content[:start] + body + content[start + len(old) :]

@@ -19,11 +19,12 @@ from agents.message_format import message_to_json
 from agents.models import ChatSession, CompactionRecord, CompactionStatus, Message
 from agents.services import compaction_apply, message_append
 from channels_app.html_encoder import PROGRESS_TAIL_CHARS, render_event_html
+from compaction.core import with_summary_body
 from compaction.core.prompts import RECALL_HINT, SUMMARY_PREFIX, summary_content
 from compaction.records import link_event
 from tests.factories import make_user
 from tests.ui.html import Node, parse
-from web.compaction_views import HISTORY_CHANGED, summary_with_body
+from web.compaction_views import HISTORY_CHANGED
 
 pytestmark = pytest.mark.django_db
 
@@ -354,10 +355,10 @@ def test_a_blank_edit_is_refused(en_client, session, compacted) -> None:
 
 def test_summary_with_body_replaces_only_the_body() -> None:
     content = summary_content(BODY, "zh", recall_hint=True)
-    edited = summary_with_body(content, "## 目标\n新的")
+    edited = with_summary_body(content, "## 目标\n新的")
     assert edited.startswith(SUMMARY_PREFIX) and edited.endswith(RECALL_HINT["zh"])
     assert "## 目标\n新的" in edited and BODY not in edited
-    assert summary_with_body("no framing at all", "new") == "new"
+    assert with_summary_body("no framing at all", "new") == "new"
 
 
 # --- the live summary -------------------------------------------------------------------
