@@ -220,6 +220,9 @@ def test_invalid_auxiliary_channel_shows_the_failure_bubble(page: Page, data, da
     newest = ChatSession.objects.filter(owner=user).order_by("-created_at").first()
     assert newest.pk != session.pk and newest.agent_id == agent.pk
     expect(page).to_have_url(re.compile(rf"/chat/{newest.pk}/$"))
+    # the new chat's turn ends before the test does (its writes raced the teardown's flush)
+    expect(page.locator("#messages article[data-role=assistant]")).to_have_count(1)
+    expect(page.locator("#turn-status")).to_have_attribute("data-busy", "false")
 
 
 def test_no_auxiliary_model_configured(page: Page, data, daphne_url) -> None:
