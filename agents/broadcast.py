@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from agents.accounts import user_group
-from agents.events import ServerEvent, event_to_layer
+from agents.events import ServerEvent, event_to_layer, events_to_layer
 
 logger = logging.getLogger(__name__)
 
@@ -33,11 +33,13 @@ async def asend_control(session_id: str | uuid.UUID, message: dict[str, str]) ->
     )
 
 
-async def apublish(session_id: str | uuid.UUID, event: ServerEvent) -> None:
+async def apublish(session_id: str | uuid.UUID, *events: ServerEvent) -> None:
+    """``events`` to every socket watching the session, in order; several go as one layer
+    message (a turn's events that are ready together: one Redis round trip, not one each)."""
     layer = get_channel_layer()
-    if layer is None:
+    if layer is None or not events:
         return
-    await layer.group_send(session_group(session_id), event_to_layer(event))
+    await layer.group_send(session_group(session_id), events_to_layer(events))
 
 
 def publish(session_id: str | uuid.UUID, event: ServerEvent) -> None:

@@ -8,6 +8,7 @@ Field names in ``to_json`` are the contract's, exactly.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -399,12 +400,30 @@ _BY_TYPE: dict[str, type] = {
 }
 
 
+def _layer_part(event: ServerEvent) -> dict[str, Any]:
+    data = {k: getattr(event, k) for k in event.__dataclass_fields__ if k != "type"}
+    return {"event_type": event.type, "data": data}
+
+
 def event_to_layer(event: ServerEvent) -> dict[str, Any]:
     """A channel-layer message carrying the event (msgpack-safe: plain dict)."""
-    data = {k: getattr(event, k) for k in event.__dataclass_fields__ if k != "type"}
-    return {"type": "session.event", "event_type": event.type, "data": data}
+    return {"type": "session.event", **_layer_part(event)}
+
+
+def events_to_layer(events: Sequence[ServerEvent]) -> dict[str, Any]:
+    """One channel-layer message carrying several events, in order: events that are ready
+    together cost one trip through the layer instead of one each (every socket still gets
+    each event as its own frame)."""
+    if len(events) == 1:
+        return event_to_layer(events[0])
+    return {"type": "session.events", "events": [_layer_part(event) for event in events]}
 
 
 def event_from_layer(message: dict[str, Any]) -> ServerEvent:
     cls = _BY_TYPE[message["event_type"]]
     return cls(**message["data"])
+
+
+def events_from_layer(message: dict[str, Any]) -> list[ServerEvent]:
+    """The events of a ``session.events`` message, in the order they were published."""
+    return [event_from_layer(part) for part in message["events"]]

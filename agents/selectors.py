@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from django.db.models import Max, Min, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from agents.models import SYSTEM_TYPE_TURN, ChatSession, Message, Role
@@ -78,9 +79,21 @@ def last_user_message_at(*, session: ChatSession) -> datetime | None:
     return row[1] if row is not None and row[0] == Role.USER else None
 
 
-def last_position(*, session: ChatSession) -> int | None:
-    """The highest position stored in the session (queued messages included)."""
-    return Message.objects.filter(session=session).aggregate(last=Max("position"))["last"]
+@dataclass(frozen=True, slots=True)
+class SessionTail:
+    """Where the session's messages end (queued ones included) and how many are queued."""
+
+    last_position: int | None
+    queued: int
+
+
+def session_tail(*, session: ChatSession) -> SessionTail:
+    """Both in one statement: a turn starting reads them together, and most often finds
+    nothing queued (then nothing more is read)."""
+    found = Message.objects.filter(session=session).aggregate(
+        last=Max("position"), queued=Count("pk", filter=Q(queued_at__isnull=False))
+    )
+    return SessionTail(found["last"], found["queued"])
 
 
 def retryable_turn_event(*, session: ChatSession) -> Message | None:

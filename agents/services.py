@@ -10,14 +10,14 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from agents.broadcast import publish_to_owner
 from agents.events import SessionDeleted, SessionUpdated
 from agents.models import SYSTEM_TYPE_TURN, Agent, ChatSession, Message, Role
 from agents.positions import advance_past, next_positions
-from agents.selectors import last_position
+from agents.selectors import queued_messages, session_tail
 from agents.storable import storable_call_id, storable_json, storable_text, storable_tool_call
 from agents.tools import session_workspace_root
 from compaction.core.tokens import estimate_tokens
@@ -188,28 +188,37 @@ def session_touch(*, session: ChatSession, content: str) -> dict[str, Any]:
     return changes
 
 
-def session_touched(*, session: ChatSession, changes: dict[str, Any]) -> None:
-    """``session_touch``'s changes were written: the instance says so too, and a new title
-    reaches every open page of the owner (the chat list updates without a reload)."""
+def session_touched(*, session: ChatSession, changes: dict[str, Any]) -> SessionUpdated | None:
+    """``session_touch``'s changes were written: the instance says so too. A new title is
+    returned as the event that tells every open page of the owner (the chat list updates
+    without a reload): the socket layer publishes it, so a chat turn's database thread
+    never waits for the event loop."""
     for name, value in changes.items():
         setattr(session, name, value)
     if changes.get("title"):
-        event = SessionUpdated(str(session.pk), session.title)
-        owner_id = session.owner_id
-        transaction.on_commit(lambda: publish_to_owner(owner_id, event))
+        return SessionUpdated(str(session.pk), session.title)
+    return None
+
+
+def session_touch_save(*, session: ChatSession, content: str) -> SessionUpdated | None:
+    """``session_touch`` written on its own (no turn lease taken with it)."""
+    changes = session_touch(session=session, content=content)
+    ChatSession.objects.filter(pk=session.pk).update(**changes)
+    return session_touched(session=session, changes=changes)
 
 
 def user_message_append(
     *, session: ChatSession, content: str, queued: bool = False, touched: bool = False
 ) -> Message:
-    """A user's chat message, and ``session_touch`` unless the caller already wrote it
-    (``touched``: with the turn lease, in one statement). ``queued``: sent while a turn
-    runs (see ``message_append``)."""
+    """A user's chat message, and ``session_touch`` unless the caller writes it (``touched``:
+    with the turn lease in one statement, or ``session_touch_save``; then the caller
+    announces a new title). ``queued``: sent while a turn runs (see ``message_append``)."""
     stored = message_append(session=session, role=Role.USER, content=content, queued=queued)
     if not touched:
-        changes = session_touch(session=session, content=content)
-        ChatSession.objects.filter(pk=session.pk).update(**changes)
-        session_touched(session=session, changes=changes)
+        renamed = session_touch_save(session=session, content=content)
+        if renamed is not None:
+            owner_id = session.owner_id
+            transaction.on_commit(lambda: publish_to_owner(owner_id, renamed))
     return stored
 
 
@@ -422,23 +431,30 @@ def turn_lease_renew(*, session_id: Any, holder: str, seconds: float) -> TurnLea
     return "stop" if mine.update(turn_lease_expires_at=until) else "lost"
 
 
-def turn_lease_release(*, session_id: Any, holder: str) -> None:
-    ChatSession.objects.filter(pk=session_id, turn_lease_holder=holder).update(
-        turn_lease_holder="", turn_lease_expires_at=None, turn_stop_holder=""
-    )
+def turn_lease_release(*, session_id: Any, holder: str, unless_queued: bool = False) -> bool:
+    """Free ``holder``'s lease (False: it was not theirs).
+
+    ``unless_queued``: only when no message waits queued, in the same statement — then
+    nothing needs looking at after it. A message queued a moment later is no concern: whoever
+    stored it tries the lease right after, and finds it free."""
+    mine = ChatSession.objects.filter(pk=session_id, turn_lease_holder=holder)
+    if unless_queued:
+        waiting = Message.objects.filter(session=OuterRef("pk"), queued_at__isnull=False)
+        mine = mine.exclude(Exists(waiting))
+    freed = mine.update(turn_lease_holder="", turn_lease_expires_at=None, turn_stop_holder="")
+    return freed == 1
 
 
 def turn_start(*, session: ChatSession, release_queued: bool = True) -> list[Message]:
     """Right after the turn lease is taken: this process continues after the session's last
     position, and the messages queued while the last turn ran move to the end of the
     history, in the order they were sent (the new turn answers them)."""
-    advance_past(last_position(session=session))
-    if not release_queued:
+    tail = session_tail(session=session)
+    advance_past(tail.last_position)
+    if not release_queued or not tail.queued:
         return []
     # no transaction around the read: only the lease's holder releases queued messages
-    queued = list(
-        Message.objects.filter(session=session, queued_at__isnull=False).order_by("position", "id")
-    )
+    queued = queued_messages(session=session)
     if not queued:
         return []
     first = next_positions(len(queued))

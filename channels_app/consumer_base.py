@@ -19,7 +19,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from agents.broadcast import session_group
-from agents.events import ErrorEvent, ServerEvent, event_from_layer
+from agents.events import ErrorEvent, ServerEvent, event_from_layer, events_from_layer
 from channels_app.framing import frames, outgoing_limit
 from channels_app.protocol import ClientFrame, ProtocolError, parse_client_frame
 
@@ -39,6 +39,12 @@ class EventSocketConsumer(AsyncWebsocketConsumer):
     async def session_event(self, message: dict[str, Any]) -> None:
         """Channel-layer handler for events broadcast to a session's group."""
         await self.send_event(event_from_layer(message))
+
+    async def session_events(self, message: dict[str, Any]) -> None:
+        """Channel-layer handler for several events published together
+        (``agents.broadcast.apublish``): each its own frame, in order."""
+        for event in events_from_layer(message):
+            await self.send_event(event)
 
     async def send_event(self, event: ServerEvent) -> None:
         """``event`` in frames that fit the frame limit (``channels_app.framing``): a frame

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils import translation
 
 from agents.access import SessionNotFound, session_for_user
-from agents.broadcast import apublish
+from agents.broadcast import apublish, apublish_to_owner
 from agents.events import Delta, ErrorEvent, MessageStored, ServerEvent, TurnDone
 from channels_app.auth import RevocableSocket
 from channels_app.consumer_base import EventSocketConsumer
@@ -146,14 +146,16 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
 
     async def submit_accepted(self, accepted: AcceptedChat) -> None:
         """A stored chat message (or one refused before it was stored) on its way; the
-        socket that started a chat with it hears of that first. (A chat that took its title
-        from the message was announced by ``services.session_touched``.)"""
+        socket that started a chat with it hears of that first, and every page of the
+        owner of a chat that took its title from it."""
         if accepted.refusal is not None:
             await self.send_event(accepted.refusal)
             return
         await self.join_group(accepted.session_id)
         if accepted.created is not None:
             await self.send_event(accepted.created)
+        if accepted.renamed is not None:
+            await apublish_to_owner(self.user.pk, accepted.renamed)
         await gateway.submit_chat(accepted, self.send_event)
 
     async def session_control(self, message: dict[str, Any]) -> None:

@@ -58,6 +58,8 @@ class Unit:
     kind: Literal["turn", "compact", "retry"]
     lease: control.TurnLease
     prepared: turn.PreparedTurn | None = None
+    # the stored messages the turn answers, announced with its first events
+    opening: tuple[ServerEvent, ...] = ()
     job: CompactJob | None = None
     reply: Reply | None = None
 
@@ -93,13 +95,14 @@ class Gateway:
         """Announce a stored chat message (queued, or released with the ones before it);
         when it took the lease, its turn runs next here."""
         sid = accepted.session_id
-        for message in accepted.messages:
-            await apublish(sid, MessageStored(sid, message))
+        stored = tuple(MessageStored(sid, message) for message in accepted.messages)
         runner = self.runner(sid)
-        if accepted.holder:
+        if accepted.holder:  # announced by the turn, with its meter: one layer message
             lease = control.TurnLease(sid, accepted.holder)
             await lease.start()
-            runner.ready.append(Unit("turn", lease, accepted.prepared, reply=reply))
+            runner.ready.append(Unit("turn", lease, accepted.prepared, stored, reply=reply))
+        else:
+            await apublish(sid, *stored)
         self._ensure_worker(runner)
 
     async def submit_compact(
@@ -225,7 +228,7 @@ class Gateway:
             runner.compaction_asked = False
             await _manual_compaction(unit.job, lease)
             return
-        prepared = unit.prepared
+        prepared, opening = unit.prepared, unit.opening
         if unit.kind == "retry":
             prepared = await turn.prepare_retry(sid)
             if prepared is None:
@@ -235,11 +238,10 @@ class Gateway:
                 return
         elif prepared is None:
             released, prepared = await turn.start_queued_turn(sid)
-            for message in released:
-                await apublish(sid, MessageStored(sid, message))
+            opening = tuple(MessageStored(sid, message) for message in released)
             if prepared is None:
                 return  # nothing was queued any more
-        await turn.ChatTurn(prepared, lease.stop, lease.holder).run()
+        await turn.ChatTurn(prepared, lease, opening).run()
 
 
 async def _manual_compaction(job: CompactJob, lease: control.TurnLease) -> None:

@@ -102,7 +102,7 @@ class TurnLease:
         self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat())
 
     async def release(self) -> QueueLook | None:
-        """Release the lease, then look for messages queued meanwhile, in one trip to the
+        """Release the lease and look for messages queued meanwhile, in one trip to the
         database (None: the release failed and nothing was looked at)."""
         if _held.get(self.session_id) is self:
             del _held[self.session_id]
@@ -161,6 +161,10 @@ class QueueLook:
 
 @database_sync_to_async
 def _release(session_id: str, holder: str) -> datetime | None:
+    """One statement when nothing is queued (most turns); else release, then read when the
+    oldest queued message was sent."""
+    if services.turn_lease_release(session_id=session_id, holder=holder, unless_queued=True):
+        return None
     services.turn_lease_release(session_id=session_id, holder=holder)
     return queued_since(session_id=session_id)
 

@@ -34,7 +34,9 @@ from agents.events import (
     Delta,
     ErrorEvent,
     MessageStored,
+    ServerEvent,
     SessionCreated,
+    SessionUpdated,
     TokenUpdate,
     TurnDone,
 )
@@ -52,7 +54,7 @@ from agents.models import ChatSession, Role
 from agents.reasons import TurnFailure, wire_text
 from agents.selectors import llm_history_load, model_visible, retryable_turn_event
 from agents.tools import TodoStore, ToolRegistry
-from chat.control import StopSignal
+from chat.control import TurnLease
 from chat.turn_tools import context_reading, turn_registry
 from compaction import background
 from compaction import service as compaction
@@ -78,6 +80,7 @@ class AcceptedChat:
     holder: str = ""
     prepared: PreparedTurn | None = None
     created: SessionCreated | None = None  # the chat was started by this message
+    renamed: SessionUpdated | None = None  # the chat took its title from this message
     # the agent cannot answer (no model channel…): refused, nothing stored, nothing to run
     refusal: ErrorEvent | None = None
 
@@ -170,15 +173,19 @@ def _accept_chat(
     if services.turn_lease_acquire(
         session_id=session.pk, holder=holder, seconds=seconds, also=touch
     ):
-        services.session_touched(session=session, changes=touch)
+        renamed = services.session_touched(session=session, changes=touch)
         released = services.turn_start(session=session)
         stored = services.user_message_append(session=session, content=content, touched=True)
-        return AcceptedChat(sid, _json([*released, stored]), holder, _prepare(session))
-    queued = services.user_message_append(session=session, content=content, queued=True)
+        messages = _json([*released, stored])
+        return AcceptedChat(sid, messages, holder, _prepare(session), renamed=renamed)
+    queued = services.user_message_append(
+        session=session, content=content, queued=True, touched=True
+    )
+    renamed = services.session_touch_save(session=session, content=content)
     if services.turn_lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
         released = services.turn_start(session=session)
-        return AcceptedChat(sid, _json(released), holder, _prepare(session))
-    return AcceptedChat(sid, _json([queued]))
+        return AcceptedChat(sid, _json(released), holder, _prepare(session), renamed=renamed)
+    return AcceptedChat(sid, _json([queued]), renamed=renamed)
 
 
 accept_chat = database_sync_to_async(_accept_chat)
@@ -230,11 +237,6 @@ def prepare_retry(session_id: str) -> PreparedTurn | None:
     if retryable_turn_event(session=session) is None:
         return None
     return _prepare(session)
-
-
-@database_sync_to_async
-def _read_turn(session_id: str) -> PreparedTurn:
-    return _prepare(_load_session(session_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +306,7 @@ def _store_answer(
     event: runtime.AssistantMessage,
     visible: VisibleTokens | None,
     tools: tuple[ToolSpec, ...],
-) -> tuple[list[Any], VisibleTokens | None]:
+) -> tuple[list[ServerEvent], VisibleTokens | None]:
     """The assistant's message with the provider's usage, and the meter after it (from the
     turn's figures and the stored row: no query; ``tools``: the ones the turn sends, for
     the breakdown)."""
@@ -319,7 +321,7 @@ def _store_answer(
         record_usage=usage is not None,
     )
     session_id = str(session.pk)
-    events: list[Any] = [MessageStored(session_id, message_to_json(stored))]
+    events: list[ServerEvent] = [MessageStored(session_id, message_to_json(stored))]
     if visible is not None:
         visible = visible.after(stored, reported=usage is not None)
     if usage is not None:
@@ -412,19 +414,25 @@ class TurnStopped(Exception):
 
 
 class ChatTurn:
-    """Runs one turn of one session; its methods are the turn's steps, in order.
+    """Runs one turn of one session under its turn ``lease`` (``chat.control``); its methods
+    are the turn's steps, in order.
 
-    ``stop`` is the lease's stop signal (``chat.control``) and ``holder`` the lease's
-    holder (a stop flagged in the database for it is read between steps)."""
+    The lease's stop signal ends the turn; a stop flagged in the database for its holder is
+    read between steps."""
 
     def __init__(
-        self, prepared: PreparedTurn, stop: StopSignal | None = None, holder: str = ""
+        self,
+        prepared: PreparedTurn,
+        lease: TurnLease,
+        opening: tuple[ServerEvent, ...] = (),
     ) -> None:
         self.prepared = prepared
+        self.opening = opening  # the messages it answers, published with its first events
         self.session = prepared.session
         self.session_id = prepared.session_id
-        self.stop = stop or StopSignal()
-        self.holder = holder
+        self.lease = lease
+        self.stop = lease.stop
+        self.holder = lease.holder
         self.auto_compaction_failed = False
         self.failure: runtime.RunFailed | None = None
         self.stopped = False
@@ -435,13 +443,14 @@ class ChatTurn:
         self._partial: list[str] = []  # text streamed since the last stored answer
         self._open_calls: dict[str, ToolCall] = {}  # calls of the last answer, no result yet
         self._writing = 0  # inside a store or a publish: a stop waits for it to end
+        # the final answer's events, published with ``turn_done`` (one layer message)
+        self._closing: list[ServerEvent] = []
 
     async def run(self) -> None:
         prepared = self.prepared
         sid = self.session_id
         if prepared.refusal is not None:
-            await apublish(sid, prepared.refusal)
-            await apublish(sid, TurnDone(sid))
+            await apublish(sid, *self.opening, prepared.refusal, TurnDone(sid))
             return
         body = asyncio.ensure_future(self._body())
         stop = asyncio.ensure_future(self.stop.event.wait())
@@ -456,18 +465,19 @@ class ChatTurn:
             if not body.done():  # this task itself was cancelled
                 body.cancel()
         self._settle(body)
+        closing = [*self.opening, *self._closing]  # the opening, if the body never sent it
         if self.stopped:
             partial = "".join(self._partial)
             calls = list(self._open_calls.values())
             for message in await _store_stopped(self.session, partial, calls):
-                await apublish(sid, MessageStored(sid, message))
+                closing.append(MessageStored(sid, message))
         elif self.failure is not None:
             record, found, error = await _store_failure(self.session, self.failure)
-            await apublish(sid, MessageStored(sid, record))
-            await apublish(sid, ErrorEvent(error, found.reason, sid, recorded=True))
+            closing.append(MessageStored(sid, record))
+            closing.append(ErrorEvent(error, found.reason, sid, recorded=True))
         if list(self.todos.items) != list(prepared.todos):
             await _save_todos(self.session, list(self.todos.items))
-        await apublish(sid, TurnDone(sid, stopped=self.stopped))
+        await apublish(sid, *closing, TurnDone(sid, stopped=self.stopped))
         self._prepare_next_compaction()
 
     def _prepare_next_compaction(self) -> None:
@@ -506,20 +516,24 @@ class ChatTurn:
         prepared = self.prepared
         meter, messages = prepared.meter, prepared.messages
         if prepared.compact_first:
+            await self._publish_opening()
             await compaction.acompact(self.session_id, reason="auto", cancel=self.stop.cancel)
             after = await _read_after_compaction(self.session_id)
             self.session, self.visible = after.session, after.visible
             meter, messages = after.meter, after.context
-        if meter is not None:
-            async with self._writes():
-                await apublish(self.session_id, meter)
-        if prepared.suggestion is not None:
-            async with self._writes():
-                await apublish(self.session_id, prepared.suggestion)
+        first = (meter, prepared.suggestion)
+        await self._publish_opening(*(event for event in first if event is not None))
         await self._run_agent(list(messages))
         failure = self.failure
         if failure is not None and failure.reason == "context_too_long":
             await self._compact_and_run_again(failure)
+
+    async def _publish_opening(self, *events: ServerEvent) -> None:
+        """The messages the turn answers and its first ``events`` (the meter), together."""
+        opening, self.opening = self.opening, ()
+        if opening or events:
+            async with self._writes():
+                await apublish(self.session_id, *opening, *events)
 
     def _tools(self) -> ToolRegistry:
         registry = turn_registry(self.session, self.todos)
@@ -591,8 +605,10 @@ class ChatTurn:
                 self._partial.clear()
                 self._open_calls = {call.id: call for call in event.tool_calls}
                 self.answered = not event.tool_calls
-                for server_event in stored:
-                    await apublish(sid, server_event)
+                if self.answered:  # the turn ends here: sent with ``turn_done``
+                    self._closing.extend(stored)
+                else:
+                    await apublish(sid, *stored)
             elif isinstance(event, runtime.ToolResult):
                 result, self.visible = await _store_tool_result(self.session, event, self.visible)
                 self._open_calls.pop(event.call_id, None)
@@ -602,13 +618,3 @@ class ChatTurn:
                 self.failure = event
             elif isinstance(event, runtime.StepLimitReached):
                 await apublish(sid, ErrorEvent(wire_text("step_limit"), "step_limit", sid))
-
-
-async def run_chat_turn(
-    session_id: str,
-    prepared: PreparedTurn | None = None,
-    stop: StopSignal | None = None,
-    holder: str = "",
-) -> None:
-    """One turn of ``session_id``; ``prepared`` when it was read with the user's message."""
-    await ChatTurn(prepared or await _read_turn(session_id), stop, holder).run()

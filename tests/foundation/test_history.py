@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from agents import services
 from agents.models import Message
-from agents.selectors import history_load, llm_history_load, model_visible
+from agents.selectors import history_load, llm_history_load, model_visible, session_tail
 from agents.services import (
     SpanChanged,
     compaction_lease_acquire,
@@ -160,3 +160,28 @@ def test_lease_is_exclusive_until_released_or_expired() -> None:
         compaction_lease_expires_at=timezone.now() - timedelta(seconds=1)
     )
     assert compaction_lease_acquire(session=session, holder="c", seconds=60)
+
+
+def test_the_turn_lease_is_released_in_one_statement_unless_a_message_waits_queued() -> None:
+    session = make_session()
+    assert services.turn_lease_acquire(session_id=session.pk, holder="a", seconds=60)
+    queued = services.user_message_append(session=session, content="later", queued=True)
+    # a queued message keeps the conditional release from freeing the lease …
+    assert not services.turn_lease_release(session_id=session.pk, holder="a", unless_queued=True)
+    assert not services.turn_lease_acquire(session_id=session.pk, holder="b", seconds=60)
+    # … the plain release frees it whatever waits; another holder's release does nothing
+    assert not services.turn_lease_release(session_id=session.pk, holder="b")
+    assert services.turn_lease_release(session_id=session.pk, holder="a")
+    assert services.turn_lease_acquire(session_id=session.pk, holder="b", seconds=60)
+    assert services.turn_start(session=session) == [queued]
+    assert services.turn_lease_release(session_id=session.pk, holder="b", unless_queued=True)
+
+
+def test_the_session_tail_counts_queued_messages_and_finds_the_last_position() -> None:
+    session = make_session()
+    assert session_tail(session=session).last_position is None
+    first = message_append(session=session, role="user", content="one")
+    later = services.user_message_append(session=session, content="two", queued=True)
+    tail = session_tail(session=session)
+    assert tail.queued == 1
+    assert tail.last_position == max(first.position, later.position)
