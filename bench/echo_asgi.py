@@ -13,7 +13,11 @@ authentication, no database, no model, no runner queue.
 model broadcasts, in the same order — ``message`` (the user's), ``token_update``,
 ``delta``, ``message`` (the answer), ``token_update``, ``turn_done`` — so the ratio
 p99(NetaClaw) / p99(echo) is the cost of NetaClaw's work on a turn, at the same number
-of concurrent sockets, on this machine, in the same run.
+of concurrent sockets, on this machine, in the same run. Each event is its own
+``group_send`` here; NetaClaw sends the events that are ready together as one layer
+message (``agents.broadcast.apublish``: three per turn since 2026-12-04). The yardstick
+keeps six, so it stays the same reference from one record to the next: the ratio counts
+that saving as NetaClaw's.
 
 ``/ws/direct/``: the bare echo — ``delta`` and ``turn_done`` sent straight back on the
 socket, no channel layer. Reported beside the yardstick to show what the layer costs.
