@@ -62,62 +62,52 @@ async def _turn(user, session, content: str) -> list[str]:
     return [event["type"] for event in events]
 
 
-async def test_an_answered_turn_crosses_the_layer_in_three_messages(
-    llm_server, channel_layer, monkeypatch
+CALL = ToolCall("call_1", "write_file", json.dumps({"path": "a.txt", "content": "x"}))
+
+TURNS = [
+    pytest.param(
+        [Reply(text="four", chunk_size=2)],
+        # the socket sees every event as its own frame, in the turn's order …
+        ["message", "token_update", "delta", "delta", "message", "token_update", "turn_done"],
+        # … the user's message with the meter, each delta at once, the answer with turn_done
+        [
+            ["message", "token_update"],
+            ["delta"],
+            ["delta"],
+            ["message", "token_update", "turn_done"],
+        ],
+        id="answered: three layer messages and one per delta",
+    ),
+    pytest.param(
+        [Reply(text="", tool_calls=[CALL]), Reply(text="done", chunk_size=4)],
+        # the call (and its meter) and its result go when stored; only the last answer waits
+        [
+            *("message", "token_update"),
+            *("message", "token_update", "message"),
+            *("delta", "message", "token_update", "turn_done"),
+        ],
+        [
+            ["message", "token_update"],
+            ["message", "token_update"],
+            ["message"],
+            ["delta"],
+            ["message", "token_update", "turn_done"],
+        ],
+        id="a tool step: published when stored",
+    ),
+]
+
+
+@pytest.mark.parametrize(("replies", "frames", "layer_messages"), TURNS)
+async def test_a_turns_events_cross_the_layer_together_and_reach_the_socket_one_by_one(
+    llm_server, channel_layer, monkeypatch, replies, frames, layer_messages
 ) -> None:
-    llm_server.enqueue(Reply(text="four", chunk_size=2))
+    llm_server.enqueue(*replies)
     user, session = await _session(llm_server)
     sent = _record_session_sends(channel_layer, monkeypatch)
 
-    frames = await _turn(user, session, "hello")
-
-    # the socket sees every event as its own frame, in the turn's order
-    assert frames == [
-        "message",
-        "token_update",
-        "delta",
-        "delta",
-        "message",
-        "token_update",
-        "turn_done",
-    ]
-    # the user's message with the meter, each delta at once, the answer with turn_done
-    assert sent == [
-        ["message", "token_update"],
-        ["delta"],
-        ["delta"],
-        ["message", "token_update", "turn_done"],
-    ]
-
-
-async def test_a_tool_step_is_published_when_stored_and_only_the_last_answer_waits(
-    llm_server, channel_layer, monkeypatch
-) -> None:
-    call = ToolCall("call_1", "write_file", json.dumps({"path": "a.txt", "content": "x"}))
-    llm_server.enqueue(Reply(text="", tool_calls=[call]), Reply(text="done", chunk_size=4))
-    user, session = await _session(llm_server)
-    sent = _record_session_sends(channel_layer, monkeypatch)
-
-    frames = await _turn(user, session, "write it")
-
-    assert frames == [
-        "message",
-        "token_update",
-        "message",  # the call
-        "token_update",
-        "message",  # its result
-        "delta",
-        "message",
-        "token_update",
-        "turn_done",
-    ]
-    assert sent == [
-        ["message", "token_update"],
-        ["message", "token_update"],
-        ["message"],
-        ["delta"],
-        ["message", "token_update", "turn_done"],
-    ]
+    assert await _turn(user, session, "hello") == frames
+    assert sent == layer_messages
 
 
 def test_several_events_go_as_one_layer_message_and_come_back_in_order() -> None:
