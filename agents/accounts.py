@@ -2,7 +2,7 @@
 password changes, their account is deactivated or deleted.
 
 - A token is valid for ``NETACLAW["TOKEN_TTL_SECONDS"]`` after it was issued (0: forever);
-  the REST API (``web.api_auth``) and the WebSocket (``channels_app.auth``) both ask
+  the REST API (``web.api_auth``) and the WebSocket (the socket layer's auth) both ask
   ``valid_token``. ``token_issue`` replaces an expired token with a new one.
 - A password change deletes the user's tokens (the next login issues a new one); Django's
   session hash already ends their other browser sessions.

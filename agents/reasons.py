@@ -13,7 +13,7 @@ made from it:
 Two kinds carry their own English on the wire, because it holds details only they know: a
 failed model call (``llm.LLMError``: the provider's status and words; its head is the same
 English as here, a test holds them equal) and a refused socket frame
-(``channels_app.protocol``: which field, which limit). ``user_text`` still puts them into
+(the socket protocol: which field, which limit). ``user_text`` still puts them into
 the page's language.
 """
 

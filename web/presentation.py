@@ -102,7 +102,7 @@ class MessageView:
     event: EventView | None = None
     queued: bool = False  # sent while a turn ran: a chip under it until a turn answers it
     stopped: bool = False  # an answer (or a tool call's result) cut by a stop
-    truncated: bool = False  # a socket event's preview of a large message (channels_app.framing)
+    truncated: bool = False  # a socket event's preview of a large message (socket framing)
     pinned: bool = False  # never summarized away (issue 17 item 2): a badge, Unpin in its menu
 
     @property

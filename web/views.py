@@ -265,7 +265,7 @@ def message_detail(
     request: HtmxHttpRequest, session_id: uuid.UUID, message_id: int
 ) -> HttpResponse:
     """One whole message as its bubble: what "Show the whole message" swaps in for the
-    preview a socket event carried (``channels_app.framing``)."""
+    preview a socket event carried (the socket layer's framing)."""
     session = own_session(request, session_id)
     try:
         message = message_for_session(session=session, message_id=message_id)

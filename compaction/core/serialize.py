@@ -30,12 +30,6 @@ def serialize_message(message: Message, *, head: int = 4000, tail: int = 1500) -
     return "\n".join(parts)
 
 
-def serialize_for_summary(
-    messages: Sequence[Message], *, head: int = 4000, tail: int = 1500
-) -> str:
-    return "\n\n".join(serialize_message(m, head=head, tail=tail) for m in messages)
-
-
 def serialize_pieces(
     messages: Sequence[Message],
     contents: Sequence[str],

@@ -145,3 +145,15 @@ def test_the_core_and_the_llm_package_import_no_django() -> None:
             assert not [
                 t for t in targets if t.split(".")[0] in {"django", "channels", "rest_framework"}
             ], name
+
+
+@pytest.mark.parametrize("package", ["agents", "compaction", "web"])
+def test_the_layers_below_the_socket_never_name_it(package: str) -> None:
+    """Issue 12's check (``git grep channels_app -- agents compaction web`` prints nothing):
+    not even a docstring tells the domain, compaction or the web layer where the socket lives."""
+    naming = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if "channels_app" in path.read_text()
+    ]
+    assert naming == []

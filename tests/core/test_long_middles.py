@@ -41,13 +41,18 @@ def long_middle(chunks: int) -> list[Message]:
 
 
 class Slow:
-    """Answers after a random short pause; records the most requests in flight at once."""
+    """Answers after a random short pause; records the most requests in flight at once.
 
-    def __init__(self, seed: int = 1) -> None:
+    With ``hold``, the first requests wait (up to 5 s) until ``hold`` are in flight together,
+    so a loaded machine that starts the pool's threads late cannot hide the concurrency; a
+    pool that never runs ``hold`` at once still shows fewer."""
+
+    def __init__(self, seed: int = 1, *, hold: int = 0) -> None:
         self.rng = random.Random(seed)
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.in_flight = 0
         self.most = 0
+        self.hold = hold
         self.requests: list[SummaryRequest] = []
 
     def __call__(self, request: SummaryRequest) -> str:
@@ -56,6 +61,11 @@ class Slow:
             self.most = max(self.most, self.in_flight)
             self.requests.append(request)
             pause = self.rng.uniform(0.001, 0.03)
+            if self.most < self.hold:
+                if not self.lock.wait_for(lambda: self.most >= self.hold, timeout=5):
+                    self.hold = 0  # waited once: the rest go at the pool's own pace
+            else:
+                self.lock.notify_all()
         time.sleep(pause)
         with self.lock:
             self.in_flight -= 1
@@ -76,7 +86,7 @@ def test_chunks_go_concurrently_within_the_bound_and_merge_in_order(concurrency:
         context_window=1_000_000, summary_input_budget=6_000, summary_concurrency=concurrency
     )
     messages = long_middle(12)
-    model = Slow()
+    model = Slow(hold=concurrency)
     result = compress(messages, policy, model, force=True)
     assert result.status == COMPACTED
     parts = [r for r in model.requests if r.kind == "part"]
