@@ -157,3 +157,16 @@ def test_the_layers_below_the_socket_never_name_it(package: str) -> None:
         if "channels_app" in path.read_text()
     ]
     assert naming == []
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    """Helpers two test modules share live in ``tests/support`` (or a folder's own helper
+    module), so a test module can move or go without breaking another."""
+    tests_root = ROOT / "tests"
+    borrowing = sorted(
+        f"{path.relative_to(ROOT)} → {target}"
+        for path in tests_root.rglob("*.py")
+        for target, _ in _imports(ast.parse(path.read_text(), filename=str(path)))
+        if target.startswith("tests.") and any(p.startswith("test_") for p in target.split("."))
+    )
+    assert borrowing == []

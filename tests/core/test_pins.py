@@ -29,7 +29,7 @@ from compaction.core import (
     plan,
 )
 from compaction.core.pruning import prune_indexes
-from tests.core.test_budgets import FullBudget, conversation
+from tests.support.core_conversations import FullBudget, conversation
 
 POLICY = CompactionPolicy(context_window=32_000)
 
