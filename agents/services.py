@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
@@ -22,7 +22,7 @@ from agents.storable import storable_call_id, storable_json, storable_text, stor
 from agents.tools import session_workspace_root
 from compaction.core.tokens import estimate_tokens
 from compaction.core.types import Message as CoreMessage
-from compaction.core.types import ToolCall
+from compaction.core.types import ToolCall, core_role, tool_calls_from_json
 
 SYSTEM_TYPE_COMPACTION = "compaction_event"
 
@@ -106,16 +106,11 @@ def tool_calls_to_json(tool_calls: Iterable[ToolCall]) -> list[dict[str, str]]:
     return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]
 
 
-def _estimate(role: str, content: str, tool_calls: Sequence[dict[str, str]]) -> int:
-    calls = tuple(
-        ToolCall(
-            id=str(c.get("id", "")),
-            name=str(c.get("name", "")),
-            arguments=str(c.get("arguments", "")),
-        )
-        for c in tool_calls
-    )
-    return estimate_tokens(CoreMessage(role=role, content=content, tool_calls=calls))  # type: ignore[arg-type]
+def message_estimate(role: str, content: str, tool_calls: Iterable[Mapping[str, Any]]) -> int:
+    """The seed's token estimate a message row stores (``token_estimate``): the one formula
+    for an insert and for a row whose content changed (a pin, an edit, an undo)."""
+    calls = tool_calls_from_json(tool_calls)
+    return estimate_tokens(CoreMessage(role=core_role(role), content=content, tool_calls=calls))
 
 
 def message_append(
@@ -159,7 +154,7 @@ def message_append(
         tool_calls=tool_calls,
         tool_call_id=storable_call_id(tool_call_id or ""),
         metadata=storable_json(metadata or {}),
-        token_estimate=_estimate(role, content, tool_calls),
+        token_estimate=message_estimate(role, content, tool_calls),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         queued_at=timezone.now() if queued else None,
@@ -243,7 +238,7 @@ def messages_bulk_append(*, session: ChatSession, rows: Sequence[dict[str, Any]]
                     tool_calls=calls,
                     tool_call_id=storable_call_id(row.get("tool_call_id") or ""),
                     metadata=storable_json(row.get("metadata") or {}),
-                    token_estimate=_estimate(role, content, calls),
+                    token_estimate=message_estimate(role, content, calls),
                 )
             )
         return Message.objects.bulk_create(objs, batch_size=500)
@@ -315,7 +310,7 @@ def compaction_apply(
                 is_compaction_summary=True,
                 metadata=storable_json(summary_metadata or {}),
                 # the agent's notes, re-injected right after the summary, count with it
-                token_estimate=_estimate(
+                token_estimate=message_estimate(
                     Role.USER, summary_content + (summary_metadata or {}).get("notes", ""), ()
                 ),
             )

@@ -22,6 +22,7 @@ import asyncio
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +55,7 @@ class ModeResult:
         return self.crossing_ms / self.normal_ms
 
 
-def _responder(aux_seconds: float, model_seconds: float):  # type: ignore[no-untyped-def]
+def _responder(aux_seconds: float, model_seconds: float) -> Callable[[dict[str, Any], str], Reply]:
     def respond(body: dict[str, Any], wire: str) -> Reply:
         if body.get("model") == "bench-aux":
             return Reply(text=SUMMARY_TEXT, delay=aux_seconds)

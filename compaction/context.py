@@ -15,9 +15,10 @@ from compaction.core import (
     PRUNED_TOOL_PLACEHOLDER,
     CompactionPolicy,
     Message,
-    ToolCall,
+    core_role,
     estimate_messages,
     repair_tool_pairing,
+    tool_calls_from_json,
 )
 from compaction.notes import notes_message
 
@@ -29,17 +30,10 @@ UP_TO_TAIL_RATIO = 1e-9
 
 
 def to_core_message(stored: StoredMessage) -> Message:
-    calls = tuple(
-        ToolCall(
-            id=str(c.get("id", "")),
-            name=str(c.get("name", "")),
-            arguments=str(c.get("arguments", "")),
-        )
-        for c in stored.tool_calls or ()
-    )
+    calls = tool_calls_from_json(stored.tool_calls or ())
     content = PRUNED_TOOL_PLACEHOLDER if stored.pruned_at is not None else stored.content
     return Message(
-        role=stored.role,  # type: ignore[arg-type]
+        role=core_role(stored.role),
         content=content,
         tool_calls=calls,
         tool_call_id=stored.tool_call_id or None,

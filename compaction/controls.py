@@ -22,10 +22,9 @@ from agents.events import MessageUpdated
 from agents.history_pages import message_for_session
 from agents.message_format import message_to_json
 from agents.models import ChatSession, CompactionRecord, Message, Role
+from agents.services import message_estimate
 from agents.storable import storable_text
 from compaction import records
-from compaction.core import Message as CoreMessage
-from compaction.core import ToolCall, estimate_tokens
 
 SUMMARY_MAX_CHARS = 200_000
 
@@ -39,18 +38,8 @@ class EditRefused(Exception):
 
 
 def stored_estimate(message: Message) -> int:
-    """A stored message's token estimate, as ``agents.services`` computes it on insert."""
-    calls = tuple(
-        ToolCall(
-            id=str(c.get("id", "")),
-            name=str(c.get("name", "")),
-            arguments=str(c.get("arguments", "")),
-        )
-        for c in message.tool_calls or ()
-    )
-    return estimate_tokens(
-        CoreMessage(role=message.role, content=message.content, tool_calls=calls)  # type: ignore[arg-type]
-    )
+    """A stored message's token estimate, as it is computed on insert."""
+    return message_estimate(message.role, message.content, message.tool_calls or ())
 
 
 def _pair(message: Message) -> list[Message]:

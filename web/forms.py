@@ -48,6 +48,15 @@ _PROTECT_INVALID = format_lazy(
 )
 
 
+def model_choice(form: forms.BaseForm, name: str) -> forms.ModelChoiceField:
+    """A form's model choice field, typed as one: its queryset depends on who asks, so it is
+    set per instance, on the form's own copy of the field."""
+    field = form.fields[name]
+    if not isinstance(field, forms.ModelChoiceField):
+        raise TypeError(f"{name} is not a model choice field")
+    return field
+
+
 class NewChatForm(forms.Form):
     agent = forms.ModelChoiceField(
         queryset=Agent.objects.none(),
@@ -58,7 +67,7 @@ class NewChatForm(forms.Form):
 
     def __init__(self, *args: Any, agents: QuerySet[Agent], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["agent"].queryset = agents  # type: ignore[attr-defined]
+        model_choice(self, "agent").queryset = agents
 
 
 class AgentForm(forms.Form):
@@ -195,10 +204,11 @@ class AgentForm(forms.Form):
         field); ``default_auxiliary``: the system default, named in the inherit choice."""
         super().__init__(*args, **kwargs)
         enabled = ModelChannel.objects.filter(enabled=True)
-        self.fields["model_channel"].queryset = enabled  # type: ignore[attr-defined]
-        self.fields["auxiliary_model_channel"].queryset = enabled.filter(is_auxiliary=True)  # type: ignore[attr-defined]
+        auxiliary = model_choice(self, "auxiliary_model_channel")
+        model_choice(self, "model_channel").queryset = enabled
+        auxiliary.queryset = enabled.filter(is_auxiliary=True)
         if default_auxiliary is not None and default_auxiliary.enabled:
-            self.fields["auxiliary_model_channel"].empty_label = format_lazy(  # type: ignore[attr-defined]
+            auxiliary.empty_label = format_lazy(
                 _("Inherit the system default: {name}"), name=str(default_auxiliary)
             )
         if can_share:

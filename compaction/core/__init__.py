@@ -49,7 +49,7 @@ from compaction.core.pruning import PRUNED_TOOL_PLACEHOLDER
 from compaction.core.regrounding import REGROUND_DEPTH, next_chain_depth, should_reground
 from compaction.core.summarizing import Summarize, SummaryRequest
 from compaction.core.tokens import estimate_each, estimate_messages, estimate_tokens
-from compaction.core.types import Message, ToolCall
+from compaction.core.types import Message, ToolCall, core_role, tool_calls_from_json
 
 __all__ = [
     "CHANGED_STATUSES",
@@ -91,6 +91,7 @@ __all__ = [
     "ToolCall",
     "compress",
     "context_text",
+    "core_role",
     "detect_language",
     "dropped_facts",
     "estimate_each",
@@ -105,5 +106,6 @@ __all__ = [
     "repair_tool_pairing",
     "should_reground",
     "summary_body",
+    "tool_calls_from_json",
     "with_summary_body",
 ]

@@ -6,11 +6,19 @@ layer speaks about messages in one vocabulary.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+_ROLE_OF: dict[str, Role] = {role: role for role in ROLES}
+
+
+def core_role(value: str) -> Role:
+    """A stored role (a plain string in the database) as the core's closed set; a KeyError
+    for a role the core does not know, instead of a message it would misread."""
+    return _ROLE_OF[value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,3 +47,16 @@ class Message:
     is_summary: bool = False
     metadata: dict = field(default_factory=dict, compare=False, hash=False)
     pinned: bool = False
+
+
+def tool_calls_from_json(items: Iterable[Mapping[str, Any]]) -> tuple[ToolCall, ...]:
+    """A stored message's ``tool_calls`` (JSON objects) as the core's calls: every field a
+    string, a missing one empty."""
+    return tuple(
+        ToolCall(
+            id=str(c.get("id", "")),
+            name=str(c.get("name", "")),
+            arguments=str(c.get("arguments", "")),
+        )
+        for c in items
+    )
