@@ -22,7 +22,7 @@ from agents.storable import storable_call_id, storable_json, storable_text, stor
 from agents.tools import session_workspace_root
 from compaction.core.tokens import estimate_tokens
 from compaction.core.types import Message as CoreMessage
-from compaction.core.types import ToolCall, core_role, tool_calls_from_json
+from compaction.core.types import core_role, tool_calls_from_json
 
 SYSTEM_TYPE_COMPACTION = "compaction_event"
 
@@ -100,10 +100,6 @@ def workspace_remove_on_delete(sender: Any, instance: ChatSession, **kwargs: Any
             log.warning("could not remove the workspace of deleted session %s", root.name)
 
     transaction.on_commit(remove_workspace, using=kwargs.get("using"))
-
-
-def tool_calls_to_json(tool_calls: Iterable[ToolCall]) -> list[dict[str, str]]:
-    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]
 
 
 def message_estimate(role: str, content: str, tool_calls: Iterable[Mapping[str, Any]]) -> int:

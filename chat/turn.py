@@ -59,7 +59,7 @@ from chat.turn_tools import context_reading, turn_registry
 from compaction import background
 from compaction import service as compaction
 from compaction.context import llm_context_for_session
-from compaction.core.types import Message, ToolCall
+from compaction.core.types import Message, ToolCall, tool_calls_to_json
 from compaction.trigger import auto_compaction_due, compaction_suggest
 from llm import ToolSpec, get_provider
 
@@ -315,7 +315,7 @@ def _store_answer(
         session=session,
         role=Role.ASSISTANT,
         content=event.content,
-        tool_calls=services.tool_calls_to_json(event.tool_calls),
+        tool_calls=tool_calls_to_json(event.tool_calls),
         input_tokens=usage.input_tokens if usage else None,
         output_tokens=usage.output_tokens if usage else None,
         record_usage=usage is not None,

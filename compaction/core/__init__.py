@@ -49,7 +49,13 @@ from compaction.core.pruning import PRUNED_TOOL_PLACEHOLDER
 from compaction.core.regrounding import REGROUND_DEPTH, next_chain_depth, should_reground
 from compaction.core.summarizing import Summarize, SummaryRequest
 from compaction.core.tokens import estimate_each, estimate_messages, estimate_tokens
-from compaction.core.types import Message, ToolCall, core_role, tool_calls_from_json
+from compaction.core.types import (
+    Message,
+    ToolCall,
+    core_role,
+    tool_calls_from_json,
+    tool_calls_to_json,
+)
 
 __all__ = [
     "CHANGED_STATUSES",
@@ -107,5 +113,6 @@ __all__ = [
     "should_reground",
     "summary_body",
     "tool_calls_from_json",
+    "tool_calls_to_json",
     "with_summary_body",
 ]

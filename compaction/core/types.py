@@ -49,6 +49,11 @@ class Message:
     pinned: bool = False
 
 
+def tool_calls_to_json(tool_calls: Iterable[ToolCall]) -> list[dict[str, str]]:
+    """The core's calls as a message row stores them (``tool_calls_from_json`` reads them)."""
+    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in tool_calls]
+
+
 def tool_calls_from_json(items: Iterable[Mapping[str, Any]]) -> tuple[ToolCall, ...]:
     """A stored message's ``tool_calls`` (JSON objects) as the core's calls: every field a
     string, a missing one empty."""

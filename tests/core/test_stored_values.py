@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from compaction.core import ToolCall, core_role, tool_calls_from_json
+from compaction.core import ToolCall, core_role, tool_calls_from_json, tool_calls_to_json
 from compaction.core.types import ROLES
 
 
@@ -31,3 +31,8 @@ def test_stored_tool_calls_become_the_cores_with_missing_fields_empty() -> None:
         ToolCall("7", "grep", ""),
         ToolCall("", "", ""),
     )
+
+
+def test_the_cores_calls_come_back_from_what_a_row_stores() -> None:
+    calls = (ToolCall("call_1", "read_file", '{"path": "a.py"}'), ToolCall("c2", "grep", ""))
+    assert tool_calls_from_json(tool_calls_to_json(calls)) == calls
