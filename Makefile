@@ -6,7 +6,7 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 # the packages the type checker covers (pyproject's [tool.mypy])
-TYPED := llm compaction agents chat recall system web channels_app netaclaw scripted_llm
+TYPED := condense llm compaction agents chat recall system web channels_app netaclaw scripted_llm
 
 .PHONY: run test test-fast test-e2e install system-deps lint format bench clean
 

@@ -1,7 +1,7 @@
 """What fills the context (issue 17 item 11): system prompt, tool definitions, pins,
 summary, messages and what is free, in the token bar's count.
 
-The parts are estimated alike (``compaction.core.tokens``: a tool definition is its JSON
+The parts are estimated alike (``condense.tokens``: a tool definition is its JSON
 schema, as the wire carries it, counted like a message) and then scaled to the meter's
 ``used_tokens`` — the provider's reported input tokens plus the estimate of what came
 since, or the calibrated estimate (``agents.meter``) — so they add up to the bar's figure
@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from compaction.core.tokens import estimate_tokens
-from compaction.core.types import Message
+from condense.tokens import estimate_tokens
+from condense.types import Message
 from llm import ToolSpec
 
 

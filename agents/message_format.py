@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from agents.models import Message, Role
-from compaction.core.pruning import PRUNED_TOOL_PLACEHOLDER
+from condense.pruning import PRUNED_TOOL_PLACEHOLDER
 
 
 def message_to_json(message: Message, *, view: str = "full") -> dict[str, Any]:

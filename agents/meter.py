@@ -21,8 +21,8 @@ from agents.context_breakdown import context_breakdown, tool_definition_tokens
 from agents.events import MeterReading
 from agents.models import ChatSession, Message, ModelChannel, Role
 from agents.selectors import model_visible
-from compaction.core.tokens import estimate_tokens
-from compaction.core.types import Message as CoreMessage
+from condense.tokens import estimate_tokens
+from condense.types import Message as CoreMessage
 from llm import DEFAULT_CONTEXT_WINDOW, ToolSpec, model_max_tokens
 
 

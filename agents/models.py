@@ -136,7 +136,7 @@ class Agent(models.Model):
         _("protected head messages"), default=PROTECT_FIRST_N_DEFAULT
     )
     # Rebuild every summary from the kept originals instead of from the previous summary
-    # (compaction.core.regrounding; done anyway once the chain of summaries is deep).
+    # (condense.regrounding; done anyway once the chain of summaries is deep).
     compaction_reground = models.BooleanField(
         _("rebuild summaries from the originals"),
         default=False,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from agents.storable import storable_call_id, storable_text
 from agents.tools import ToolRegistry
-from compaction.core.types import Message, ToolCall
+from condense.types import Message, ToolCall
 from llm import LLMError, LLMRequest, Provider, StreamEnd, ToolCallReady, UsageReport
 from llm import TextDelta as LLMTextDelta
 

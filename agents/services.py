@@ -20,9 +20,9 @@ from agents.positions import advance_past, next_positions
 from agents.selectors import queued_messages, session_tail
 from agents.storable import storable_call_id, storable_json, storable_text, storable_tool_call
 from agents.tools import session_workspace_root
-from compaction.core.tokens import estimate_tokens
-from compaction.core.types import Message as CoreMessage
-from compaction.core.types import core_role, tool_calls_from_json
+from condense.tokens import estimate_tokens
+from condense.types import Message as CoreMessage
+from condense.types import core_role, tool_calls_from_json
 
 SYSTEM_TYPE_COMPACTION = "compaction_event"
 

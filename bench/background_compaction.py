@@ -69,7 +69,7 @@ def _make_session(base_url: str, mode: str) -> str:
 
     from agents.models import Agent, ChatSession, ModelChannel
     from agents.services import messages_bulk_append
-    from compaction.core import Message, estimate_tokens
+    from condense import Message, estimate_tokens
 
     user = get_user_model().objects.create_user(username=f"bg-{mode}", password="x" * 16)
     main = ModelChannel.objects.create(

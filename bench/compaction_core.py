@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import write_section
-from compaction.core import (
+from condense import (
     COMPACTED,
     CompactionPolicy,
     Message,

@@ -43,7 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import write_section
-from compaction.core import (
+from condense import (
     COMPACTED,
     PRUNED_ONLY,
     CompactionPolicy,
@@ -59,7 +59,7 @@ from compaction.core import (
     repair_tool_pairing,
     should_reground,
 )
-from compaction.core.boundaries import find_compress_start
+from condense.boundaries import find_compress_start
 
 HEADING = "## Compaction fidelity"
 TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "data" / "transcripts"

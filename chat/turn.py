@@ -59,8 +59,8 @@ from chat.turn_tools import context_reading, turn_registry
 from compaction import background
 from compaction import service as compaction
 from compaction.context import llm_context_for_session
-from compaction.core.types import Message, ToolCall, tool_calls_to_json
 from compaction.trigger import auto_compaction_due, compaction_suggest
+from condense.types import Message, ToolCall, tool_calls_to_json
 from llm import ToolSpec, get_provider
 
 logger = logging.getLogger(__name__)

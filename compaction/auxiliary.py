@@ -13,7 +13,7 @@ from agents.auxiliary import auxiliary_choice
 from agents.llm_channels import channel_config
 from agents.models import Agent, ModelChannel
 from agents.reasons import wire_text
-from compaction.core import Message, SummaryReply, SummaryRequest
+from condense import Message, SummaryReply, SummaryRequest
 from llm import LLMError, LLMRequest, get_provider
 
 logger = logging.getLogger(__name__)

@@ -28,9 +28,10 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections
 
+import condense as core
 from agents.events import MeterReading
 from agents.models import ChatSession, CompactionMode
-from compaction import core, notes, records
+from compaction import notes, records
 from compaction.auxiliary import AuxiliaryClient, AuxiliaryError
 from compaction.context import (
     CompactionInput,

@@ -11,7 +11,8 @@ from agents.meter import context_window, meter_read, system_prompt_tokens
 from agents.models import ChatSession, ModelChannel
 from agents.models import Message as StoredMessage
 from agents.selectors import history_queryset, llm_history_load
-from compaction.core import (
+from compaction.notes import notes_message
+from condense import (
     PRUNED_TOOL_PLACEHOLDER,
     CompactionPolicy,
     Message,
@@ -20,7 +21,6 @@ from compaction.core import (
     repair_tool_pairing,
     tool_calls_from_json,
 )
-from compaction.notes import notes_message
 
 # estimate ÷ measured outside this range is a broken report, not a language
 MIN_CALIBRATION = 0.1

@@ -1,7 +1,7 @@
 """What a user changes by hand in a compacted history (issue 17 items 2 and 6).
 
 - **Pins**: any message can be pinned; the core never summarizes a pinned message away
-  (``compaction.core``: it stays verbatim in the compacted view). Pinning an original that
+  (``condense``: it stays verbatim in the compacted view). Pinning an original that
   an earlier compaction already replaced brings it back into the compacted view, with the
   tool calls or results it pairs with (the "pin that brings it back" of the dropped-facts
   list); pinning a pruned tool output gives it its text back.

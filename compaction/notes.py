@@ -14,11 +14,11 @@ import logging
 
 from django.conf import settings
 
+import condense as core
 from agents.llm_channels import channel_config
 from agents.models import ChatSession
 from agents.tools.registry import ToolError
 from agents.tools.workspace import Workspace, session_workspace_root
-from compaction import core
 from llm import LLMError, LLMRequest, get_provider
 
 logger = logging.getLogger(__name__)

@@ -33,13 +33,14 @@ from channels.db import database_sync_to_async
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
+import condense as core
 from agents import services
 from agents.broadcast import publish
 from agents.events import CompactionPreviewReady, ErrorEvent
 from agents.models import ChatSession, CompactionPreview, CompactionRecord
 from agents.reasons import wire_text
 from agents.storable import storable_text
-from compaction import core, records
+from compaction import records
 from compaction.context import (
     UpToNotFound,
     compaction_input,

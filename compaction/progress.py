@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 
 from agents.events import CompactionProgress
-from compaction.core import SummaryRequest
-from compaction.core.checks import strip_reasoning
+from condense import SummaryRequest
+from condense.checks import strip_reasoning
 
 # at most 10 events a second while text streams (plus the whole text of each request)
 PROGRESS_INTERVAL_SECONDS = 0.1

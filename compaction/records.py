@@ -20,6 +20,7 @@ from django.db import DatabaseError
 from django.db.models import QuerySet
 from django.utils import timezone
 
+import condense as core
 from agents.models import (
     ChatSession,
     CompactionRecord,
@@ -28,8 +29,7 @@ from agents.models import (
     Message,
     ModelChannel,
 )
-from compaction import core
-from compaction.core import SummaryReply
+from condense import SummaryReply
 
 # the service's outcome statuses → a record's status ("nothing": a start that found
 # nothing to do is recorded as skipped, with its reason)

@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import F
 
+import condense as core
 from agents import services
 from agents.broadcast import publish
 from agents.events import (
@@ -32,7 +33,7 @@ from agents.message_format import message_to_json
 from agents.meter import meter_read
 from agents.models import ChatSession, CompactionRecord
 from agents.reasons import wire_text
-from compaction import background, core, notes, records, trigger
+from compaction import background, notes, records, trigger
 from compaction import progress as summary_progress
 from compaction.auxiliary import AuxiliaryClient, AuxiliaryError
 from compaction.context import (

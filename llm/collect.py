@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from compaction.core.types import ToolCall
+from condense.types import ToolCall
 
 from .types import Completion, StreamEnd, StreamEvent, TextDelta, ToolCallReady, UsageReport
 

@@ -33,7 +33,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from compaction.core.types import Message, ToolCall
+from condense.types import Message, ToolCall
 
 from .collect import collect
 from .errors import LLMError, malformed_is_invalid, translate_errors

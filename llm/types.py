@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from compaction.core.types import Message, ToolCall
+from condense.types import Message, ToolCall
 
 ProviderName = Literal["anthropic", "openai", "deepseek", "openai_compatible"]
 PROVIDERS: tuple[ProviderName, ...] = ("anthropic", "openai", "deepseek", "openai_compatible")

@@ -353,7 +353,7 @@ ZH: dict[str, str | list[str]] = {
     "The first run of make run prints the local admin account on the console (also kept in var/admin-credentials.txt).": (
         "首次运行 make run 时会在控制台打印本地管理员账号（也保存在 var/admin-credentials.txt）。"
     ),
-    # --- core (compaction.core) ---
+    # --- core (condense) ---
     # --- chat page (#16 chat list, phone, reading, waiting) ---
     "Copy": "复制",
     "Copied": "已复制",

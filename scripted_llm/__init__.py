@@ -9,7 +9,7 @@ the tool-call value type. See :mod:`scripted_llm.server` for the script items.
 
 from __future__ import annotations
 
-from compaction.core.types import ToolCall
+from condense.types import ToolCall
 from scripted_llm.server import (
     RESPONDERS,
     Action,

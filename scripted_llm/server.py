@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from compaction.core.types import ToolCall
+from condense.types import ToolCall
 
 Wire = Literal["openai", "anthropic"]
 

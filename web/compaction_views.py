@@ -30,7 +30,7 @@ from agents.history_pages import MessageNotFound, summary_for_session
 from agents.models import ChatSession, CompactionStatus, Message
 from compaction import records
 from compaction.controls import SUMMARY_MAX_CHARS, EditRefused, message_pin, summary_edit
-from compaction.core import summary_body, with_summary_body
+from condense import summary_body, with_summary_body
 from web.page_access import HtmxHttpRequest, own_session
 
 # what chat.js reloads the message list on (an original a pin brought back shows in place)

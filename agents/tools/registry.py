@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from agents.tools.limits import ToolLimits
-from compaction.core.types import ToolCall
+from condense.types import ToolCall
 from llm import ToolSpec
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+import condense as core
 from agents.models import CompactionPreview, CompactionRecord, Message
 from agents.selectors import llm_history_load
-from compaction import core
 from compaction.controls import message_pin
 from scripted_llm import Reply
 from tests.support.api_clients import token_client

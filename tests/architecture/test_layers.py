@@ -1,7 +1,7 @@
 """The layers, checked on the import graph (``ast``): arrows only point down.
 
 project (netaclaw) → web / socket (channels_app) → chat → recall → compaction → domain
-(agents, system) → llm, compaction.core. Nothing imports upwards, and no first-party import hides
+(agents, system) → llm, condense. Nothing imports upwards, and no first-party import hides
 inside a function to dodge a cycle.
 """
 
@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_PARTY = (
     "netaclaw",
+    "condense",
     "web",
     "channels_app",
     "chat",
@@ -34,12 +35,13 @@ NEVER = {
         "channels_app",
         "chat",
         "recall",
-        "compaction.service",
+        "compaction",
         "agents",
         "system",
     ),
-    "compaction.core": (
+    "condense": (
         "netaclaw",
+        "compaction",
         "web",
         "channels_app",
         "chat",
@@ -57,7 +59,7 @@ NEVER = {
     "channels_app": ("netaclaw",),
 }
 # the domain may use the pure core (its value types and estimates), nothing else of compaction
-ALLOWED = {"agents": ("compaction.core",), "llm": ("compaction.core.types",)}
+ALLOWED = {"agents": ("condense",), "llm": ("condense.types",)}
 # Django's own convention: an app registers its system checks and signal receivers in ready()
 LOCAL_IMPORT_ALLOWED = {("netaclaw/apps.py", "netaclaw"), ("agents/apps.py", "agents")}
 
@@ -140,7 +142,7 @@ def test_no_first_party_import_inside_a_function(module: str, path: Path) -> Non
 
 def test_the_core_and_the_llm_package_import_no_django() -> None:
     for name, path in MODULES:
-        if _matches(name, ("compaction.core", "llm")):
+        if _matches(name, ("condense", "llm")):
             targets = [t for t, _ in _imports(ast.parse(path.read_text()))]
             assert not [
                 t for t in targets if t.split(".")[0] in {"django", "channels", "rest_framework"}

@@ -7,7 +7,7 @@ from collections import Counter
 
 from bench.compaction_core import measure, render, synthetic_conversation
 from bench.report import write_section
-from compaction.core import is_well_paired
+from condense import is_well_paired
 
 
 def test_the_synthetic_conversation_is_reproducible_well_paired_and_mixed() -> None:

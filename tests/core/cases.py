@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compaction.core import CompactionPolicy, Message, ToolCall
+from condense import CompactionPolicy, Message, ToolCall
 
 Text = str | dict[str, Any] | list[Any]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from compaction.core import (
+from condense import (
     COMPACTED,
     HEAD_TOO_LONG,
     NO_GAIN,

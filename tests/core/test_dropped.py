@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction.core import (
+from condense import (
     COMPACTED,
     CompactionPolicy,
     DroppedFact,

@@ -22,7 +22,7 @@ from bench.compaction_fidelity import (
     measure,
     segments,
 )
-from compaction.core import SummaryRequest
+from condense import SummaryRequest
 
 
 def test_facts_sit_where_the_summarizer_is_shown_the_message() -> None:

@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from compaction.core import (
+from condense import (
     SummaryRejected,
     SummaryRequest,
     SummaryTooShort,
     compress,
     estimate_tokens,
 )
-from compaction.core.tokens import conservative_tokens
-from compaction.core.types import Message
+from condense.tokens import conservative_tokens
+from condense.types import Message
 from tests.core.cases import expand, message_from_json, policy_from_json
 
 GOLDEN = Path(__file__).parent / "golden"

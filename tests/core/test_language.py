@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from compaction.core import (
+from condense import (
     COMPACTED,
     CompactionPolicy,
     Message,
@@ -22,7 +22,7 @@ from compaction.core import (
     detect_language,
     language_name,
 )
-from compaction.core.language import SAMPLE_CHARS
+from condense.language import SAMPLE_CHARS
 from tests.core.cases import transcript_messages
 
 TRANSCRIPTS = Path(__file__).parents[1] / "data" / "transcripts"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from compaction.core import (
+from condense import (
     COMPACTED,
     SUMMARY_CUT_OFF,
     CompactionPolicy,

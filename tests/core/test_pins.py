@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compaction.core import (
+from condense import (
     COMPACTED,
     FAILURE_STATUSES,
     NOTHING_TO_COMPACT,
@@ -28,7 +28,7 @@ from compaction.core import (
     pinned_indexes,
     plan,
 )
-from compaction.core.pruning import prune_indexes
+from condense.pruning import prune_indexes
 from tests.support.core_conversations import FullBudget, conversation
 
 POLICY = CompactionPolicy(context_window=32_000)

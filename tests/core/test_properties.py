@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from compaction.core import (
+from condense import (
     CHANGED_STATUSES,
     COMPACTED,
     FAILURE_STATUSES,
@@ -46,10 +46,10 @@ from compaction.core import (
     plan,
     repair_tool_pairing,
 )
-from compaction.core.boundaries import find_compress_start
-from compaction.core.prompts import merge_prompt
-from compaction.core.pruning import prune_old_tool_outputs
-from compaction.core.tokens import conservative_tokens
+from condense.boundaries import find_compress_start
+from condense.prompts import merge_prompt
+from condense.pruning import prune_old_tool_outputs
+from condense.tokens import conservative_tokens
 from tests.support.compaction_checks import check_kept
 
 SETTINGS = settings(

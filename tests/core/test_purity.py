@@ -12,7 +12,7 @@ FORBIDDEN = {"django", "openai", "anthropic", "channels", "httpx", "httpx2"}
 
 PROBE = """
 import json, sys
-import compaction.core
+import condense
 print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 """
 
@@ -28,5 +28,7 @@ def test_core_imports_no_framework_or_sdk() -> None:
         env={"PYTHONPATH": str(ROOT), "PYTHONNOUSERSITE": "1"},
     )
     loaded = set(json.loads(done.stdout))
-    assert "compaction" in loaded
+    assert "condense" in loaded
+    # the core stands below everything else of the house: not even compaction's package
+    assert not loaded & {"compaction", "agents", "llm"}, sorted(loaded)
     assert not loaded & FORBIDDEN, sorted(loaded & FORBIDDEN)

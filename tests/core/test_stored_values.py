@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from compaction.core import ToolCall, core_role, tool_calls_from_json, tool_calls_to_json
-from compaction.core.types import ROLES
+from condense import ToolCall, core_role, tool_calls_from_json, tool_calls_to_json
+from condense.types import ROLES
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from compaction.core import (
+from condense import (
     COMPACTED,
     PRUNED_ONLY,
     PRUNED_TOOL_PLACEHOLDER,
@@ -27,9 +27,9 @@ from compaction.core import (
     plan,
     should_reground,
 )
-from compaction.core.index import HEADER, parse_index
-from compaction.core.serialize import serialize_message, serialize_pieces, truncate_middle
-from compaction.core.tokens import conservative_tokens
+from condense.index import HEADER, parse_index
+from condense.serialize import serialize_message, serialize_pieces, truncate_middle
+from condense.tokens import conservative_tokens
 from tests.core.cases import transcript_messages
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from compaction.core import (
+from condense import (
     COMPACTED,
     SUMMARY_CUT_OFF,
     SUMMARY_EMPTY,

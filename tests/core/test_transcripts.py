@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from compaction.core import (
+from condense import (
     CHANGED_STATUSES,
     COMPACTED,
     HEAD_TOO_LONG,
@@ -26,8 +26,8 @@ from compaction.core import (
     estimate_messages,
     is_well_paired,
 )
-from compaction.core.boundaries import find_compress_start
-from compaction.core.tokens import conservative_tokens
+from condense.boundaries import find_compress_start
+from condense.tokens import conservative_tokens
 from tests.core.cases import transcript_messages
 from tests.support.compaction_checks import check_kept
 

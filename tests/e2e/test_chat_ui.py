@@ -13,7 +13,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from agents.models import ChatSession
 from agents.services import message_append, session_record_usage
-from compaction.core.types import ToolCall
+from condense.types import ToolCall
 from scripted_llm import Reply
 from tests.e2e.support import conversation
 from tests.support.chat_page import open_chat

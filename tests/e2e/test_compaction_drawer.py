@@ -14,7 +14,7 @@ from typing import Any
 from playwright.sync_api import Page, expect
 
 from agents.models import ChatSession, CompactionRecord, CompactionStatus, Message
-from compaction.core.prompts import SUMMARY_PREFIX
+from condense.prompts import SUMMARY_PREFIX
 from scripted_llm import Reply
 from tests.e2e.support import AUX_MODEL, conversation
 from tests.support.chat_page import record_frames, without_headers

@@ -7,7 +7,7 @@ from channels.db import database_sync_to_async
 
 from agents.models import Message
 from agents.services import messages_bulk_append
-from compaction.core import ToolCall
+from condense import ToolCall
 from scripted_llm import Fail, Reply
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.support.sockets import connect, receive, receive_until, send, token_for

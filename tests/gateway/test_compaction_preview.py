@@ -9,6 +9,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.test import Client
 
+import condense as core
 from agents.events import CompactionPreviewReady
 from agents.models import CompactionPreview, CompactionRecord, Message
 from agents.selectors import llm_history_load
@@ -20,7 +21,6 @@ from channels_app.protocol import (
     ProtocolError,
     parse_client_frame,
 )
-from compaction import core
 from scripted_llm import Reply
 from tests.factories import make_user
 from tests.support.history import chat_to_compact

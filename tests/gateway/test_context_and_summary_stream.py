@@ -13,7 +13,7 @@ from agents.models import Message
 from agents.services import messages_bulk_append
 from chat.turn_tools import context_reading
 from compaction.controls import message_pin
-from compaction.core import summary_body
+from condense import summary_body
 from scripted_llm import Reply
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.support.history import apply_compaction

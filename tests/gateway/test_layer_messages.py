@@ -18,7 +18,7 @@ from agents.events import (
     events_from_layer,
     events_to_layer,
 )
-from compaction.core import ToolCall
+from condense import ToolCall
 from scripted_llm import Reply
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.support.sockets import connect, receive_until, send, token_for

@@ -26,7 +26,7 @@ from django.utils import timezone
 from agents.models import ChatSession, Message, Role
 from agents.selectors import history_load
 from agents.services import message_append, messages_bulk_append, user_message_append
-from compaction.core import ORPHAN_CALL_PLACEHOLDER, ToolCall
+from condense import ORPHAN_CALL_PLACEHOLDER, ToolCall
 from scripted_llm import Fail, Reply
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.support.sockets import connect, receive, receive_until, send, token_for

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from compaction.core.types import Message
+from condense.types import Message
 from llm import ChannelConfig, LLMError, LLMRequest, TextDelta, get_provider
 from scripted_llm import (
     Action,

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from compaction.core.types import Message, ToolCall
+from condense.types import Message, ToolCall
 from llm import (
     Completion,
     LLMRequest,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from compaction.core.types import ToolCall
+from condense.types import ToolCall
 from llm import Completion, LLMError, UsageReport, get_provider
 from scripted_llm import Disconnect, Empty, Fail, NonJSON, Reply, ScriptedLLMServer
 from tests.support.adapters import ALL_PROVIDERS, REQUEST, make_config

@@ -7,7 +7,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from compaction.core.types import Message, ToolCall
+from condense.types import Message, ToolCall
 from llm import (
     ChannelConfig,
     LLMError,

@@ -12,7 +12,7 @@ import traceback
 
 import pytest
 
-from compaction.core.types import Message
+from condense.types import Message
 from llm import ChannelConfig, LLMError, LLMRequest, get_provider
 from scripted_llm import Disconnect, Fail, Hang, NonJSON, ScriptedLLMServer
 

@@ -11,7 +11,7 @@ from agents.meter import meter_read
 from agents.models import ChatSession
 from agents.services import message_append
 from agents.tools import TodoStore, ToolRegistry, Workspace, default_registry
-from compaction.core.types import ToolCall
+from condense.types import ToolCall
 from llm.anthropic_adapter import to_anthropic_tools
 from llm.openai_adapter import to_openai_tools
 from recall.tools import CONTEXT_STATUS, READ_HISTORY_MESSAGE, SEARCH_HISTORY, recall_tools

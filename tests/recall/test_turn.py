@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agents.models import Message, ModelChannel
-from compaction.core import ToolCall
+from condense import ToolCall
 from scripted_llm import Reply
 from tests.recall.support import ENGLISH_FACT, SUMMARY, compacted_transcript
 from tests.support.sockets import connect, receive_until, send, token_for

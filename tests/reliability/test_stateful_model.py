@@ -57,7 +57,7 @@ ANTHROPIC = ChannelConfig(provider="anthropic", model="claude-sonnet-4-5", api_k
 
 words = st.text(st.sampled_from(list("abcdefgh xyz_./\n中文代码修复")), min_size=1, max_size=30)
 bodies = st.builds(lambda w, k: (w * k)[:8000], words, st.integers(min_value=1, max_value=250))
-# an empty summary is asked for once more (compaction.core.checks): it fails when both are
+# an empty summary is asked for once more (condense.checks): it fails when both are
 FAILURES = {
     "http-500": (Fail(status=500),),
     "http-429": (Fail(status=429),),

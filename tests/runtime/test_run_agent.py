@@ -6,7 +6,7 @@ import pytest
 
 from agents import runtime
 from agents.tools import TodoStore, Workspace, default_registry
-from compaction.core import Message, ToolCall
+from condense import Message, ToolCall
 from llm import ChannelConfig, get_provider
 from scripted_llm import Fail, Reply
 

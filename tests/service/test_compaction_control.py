@@ -346,7 +346,7 @@ def test_what_a_compaction_dropped_is_kept_on_its_record(llm_server, monkeypatch
     of what was kept go in; its facts are stored on the record."""
     from dataclasses import dataclass
 
-    from compaction import core
+    import condense as core
 
     seen: dict[str, object] = {}
 

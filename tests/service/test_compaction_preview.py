@@ -10,11 +10,11 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
+import condense as core
 from agents.events import CompactionPreviewReady
 from agents.models import ChatSession, CompactionPreview, CompactionRecord, Message
 from agents.selectors import llm_history_load
 from agents.services import compaction_lease_acquire, messages_bulk_append
-from compaction import core
 from compaction.controls import message_pin
 from compaction.preview import (
     PreviewNotFound,

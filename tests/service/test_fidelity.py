@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from agents.models import ChatSession, Message, Role
 from agents.services import messages_bulk_append
-from compaction.core.prompts import RECALL_HINT
 from compaction.service import CompactionService
+from condense.prompts import RECALL_HINT
 from scripted_llm import Reply
 from tests.support.history import session_to_compact
 from tests.support.summaries import KEY_VALUE_SUMMARY, is_summary_request

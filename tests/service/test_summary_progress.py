@@ -11,9 +11,9 @@ import pytest
 
 from agents.events import CompactionProgress
 from agents.models import CompactionRecord, Message
-from compaction.core import SummaryRequest
 from compaction.progress import SummaryStream
 from compaction.service import CompactionService
+from condense import SummaryRequest
 from scripted_llm import Reply
 from tests.support.history import session_to_compact
 from tests.support.summaries import KEY_VALUE_SUMMARY

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compaction.core.types import Message
+from condense.types import Message
 from llm import ChannelConfig, LLMRequest, Provider, StreamEvent, ToolSpec
 from scripted_llm import ScriptedLLMServer
 

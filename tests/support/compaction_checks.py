@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from compaction.core import (
+from condense import (
     COMPACTED,
     PRUNED_TOOL_PLACEHOLDER,
     CompactionPolicy,
     CompactionResult,
     Message,
 )
-from compaction.core.boundaries import find_compress_start
+from condense.boundaries import find_compress_start
 
 
 def check_kept(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from compaction.core import Message, SummaryRequest, ToolCall
+from condense import Message, SummaryRequest, ToolCall
 
 
 class FullBudget:

@@ -7,7 +7,7 @@ import pytest
 
 from agents.tools import TodoStore, Workspace, default_registry
 from agents.tools.workspace import MAX_READ_BYTES
-from compaction.core import ToolCall
+from condense import ToolCall
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from agents.tools import TodoStore, ToolLimits, Workspace, default_registry
 from agents.tools import workspace as workspace_module
 from agents.tools.registry import Tool, ToolRegistry, check_deadline
-from compaction.core import ToolCall
+from condense import ToolCall
 from llm import ToolSpec
 
 CATASTROPHIC = "(a+)+$"  # exponential for a backtracking engine on "aaa…a!"

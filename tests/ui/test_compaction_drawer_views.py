@@ -19,9 +19,9 @@ from agents.message_format import message_to_json
 from agents.models import ChatSession, CompactionRecord, CompactionStatus, Message
 from agents.services import compaction_apply, message_append
 from channels_app.html_encoder import PROGRESS_TAIL_CHARS, render_event_html
-from compaction.core import with_summary_body
-from compaction.core.prompts import RECALL_HINT, SUMMARY_PREFIX, summary_content
 from compaction.records import link_event
+from condense import with_summary_body
+from condense.prompts import RECALL_HINT, SUMMARY_PREFIX, summary_content
 from tests.factories import make_user
 from tests.ui.html import Node, parse
 from web.compaction_views import HISTORY_CHANGED

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compaction.core.language import Language, language_name
-from compaction.core.types import Message
+from condense.language import Language, language_name
+from condense.types import Message
 
 SUMMARY_PREFIX = "[CONTEXT COMPACTION] 此前若干轮对话已被压缩以节省上下文空间..."
 _FRAMING: dict[str, str] = {

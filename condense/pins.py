@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compaction.core.types import Message
+from condense.types import Message
 
 
 def _group(messages: Sequence[Message], index: int) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
-from compaction.core.checks import (
+from condense.checks import (
     SUMMARY_CUT_OFF,
     SUMMARY_LONGER_THAN_INPUT,
     SUMMARY_OVER_BUDGET,
@@ -34,17 +34,17 @@ from compaction.core.checks import (
     rejection,
     strip_reasoning,
 )
-from compaction.core.language import Language
-from compaction.core.policy import CompactionPolicy
-from compaction.core.prompts import (
+from condense.language import Language
+from condense.policy import CompactionPolicy
+from condense.prompts import (
     first_prompt,
     merge_prompt,
     part_prompt,
     retry_note,
     update_prompt,
 )
-from compaction.core.serialize import truncate_middle
-from compaction.core.tokens import conservative_tokens
+from condense.serialize import truncate_middle
+from condense.tokens import conservative_tokens
 
 SUMMARY = "summary"  # the seed's first or update prompt (one request, or a sequential fold)
 PART = "part"  # one chunk of a long middle, summarized concurrently with the others

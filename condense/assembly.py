@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compaction.core.types import Message
+from condense.types import Message
 
 ORPHAN_CALL_PLACEHOLDER = "[结果来自已压缩的历史 -- 见上方摘要]"
 

@@ -43,36 +43,36 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from compaction.core.anchors import Anchors, section_tokens, select_anchors
-from compaction.core.assembly import repair_tool_pairing
-from compaction.core.boundaries import (
+from condense.anchors import Anchors, section_tokens, select_anchors
+from condense.assembly import repair_tool_pairing
+from condense.boundaries import (
     Span,
     align_tail_cut,
     find_compress_start,
     find_tail_cut_by_tokens,
 )
-from compaction.core.checks import SUMMARY_OVER_BUDGET, SummaryRejected, SummaryTooShort
-from compaction.core.index import IndexEntry, build_index, parse_index, render_index
-from compaction.core.language import Language, detect_language
-from compaction.core.pins import pinned_indexes
-from compaction.core.policy import CompactionPolicy
-from compaction.core.prompts import build_summary_message, summary_body, summary_content
-from compaction.core.pruning import (
+from condense.checks import SUMMARY_OVER_BUDGET, SummaryRejected, SummaryTooShort
+from condense.index import IndexEntry, build_index, parse_index, render_index
+from condense.language import Language, detect_language
+from condense.pins import pinned_indexes
+from condense.policy import CompactionPolicy
+from condense.prompts import build_summary_message, summary_body, summary_content
+from condense.pruning import (
     PRUNED_TOOL_PLACEHOLDER,
     placeholder_tokens,
     prune_indexes,
     pruned_copy,
 )
-from compaction.core.serialize import serialize_pieces
-from compaction.core.summarizing import (
+from condense.serialize import serialize_pieces
+from condense.summarizing import (
     RequestPlan,
     Summarize,
     SummaryRequest,
     plan_requests,
     run_requests,
 )
-from compaction.core.tokens import estimate_each, estimate_tokens
-from compaction.core.types import Message
+from condense.tokens import estimate_each, estimate_tokens
+from condense.types import Message
 
 COMPACTED = "compacted"
 PRUNED_ONLY = "pruned_only"

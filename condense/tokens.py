@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from compaction.core.types import Message
+from condense.types import Message
 
 MESSAGE_OVERHEAD_TOKENS = 10
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compaction.core.types import Message
+from condense.types import Message
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from compaction.core.types import Message
+from condense.types import Message
 
 KINDS = ("file", "command", "url", "id")
 HEADER: dict[str, str] = {

@@ -6,9 +6,9 @@ its own and every I/O layer wraps it.
 
 from __future__ import annotations
 
-from compaction.core.assembly import ORPHAN_CALL_PLACEHOLDER, is_well_paired, repair_tool_pairing
-from compaction.core.boundaries import Span, find_span
-from compaction.core.checks import (
+from condense.assembly import ORPHAN_CALL_PLACEHOLDER, is_well_paired, repair_tool_pairing
+from condense.boundaries import Span, find_span
+from condense.checks import (
     REJECTION_REASONS,
     SUMMARY_CUT_OFF,
     SUMMARY_EMPTY,
@@ -21,7 +21,7 @@ from compaction.core.checks import (
     SummaryReply,
     SummaryTooShort,
 )
-from compaction.core.compressor import (
+from condense.compressor import (
     CHANGED_STATUSES,
     COMPACTED,
     FAILURE_STATUSES,
@@ -39,17 +39,17 @@ from compaction.core.compressor import (
     compress,
     plan,
 )
-from compaction.core.dropped import DroppedFact, context_text, dropped_facts
-from compaction.core.index import IndexEntry
-from compaction.core.language import detect_language, language_name
-from compaction.core.pins import pinned_indexes
-from compaction.core.policy import CompactionPolicy
-from compaction.core.prompts import SUMMARY_PREFIX, summary_body, with_summary_body
-from compaction.core.pruning import PRUNED_TOOL_PLACEHOLDER
-from compaction.core.regrounding import REGROUND_DEPTH, next_chain_depth, should_reground
-from compaction.core.summarizing import Summarize, SummaryRequest
-from compaction.core.tokens import estimate_each, estimate_messages, estimate_tokens
-from compaction.core.types import (
+from condense.dropped import DroppedFact, context_text, dropped_facts
+from condense.index import IndexEntry
+from condense.language import detect_language, language_name
+from condense.pins import pinned_indexes
+from condense.policy import CompactionPolicy
+from condense.prompts import SUMMARY_PREFIX, summary_body, with_summary_body
+from condense.pruning import PRUNED_TOOL_PLACEHOLDER
+from condense.regrounding import REGROUND_DEPTH, next_chain_depth, should_reground
+from condense.summarizing import Summarize, SummaryRequest
+from condense.tokens import estimate_each, estimate_messages, estimate_tokens
+from condense.types import (
     Message,
     ToolCall,
     core_role,

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compaction.core.serialize import truncate_middle
-from compaction.core.tokens import estimate_tokens
-from compaction.core.types import Message
+from condense.serialize import truncate_middle
+from condense.tokens import estimate_tokens
+from condense.types import Message
 
 MIN_CUT_TOKENS = 32
 _CUT_LABEL: dict[str, str] = {

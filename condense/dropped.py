@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from compaction.core.index import call_entries, is_file_name, paths_and_urls
-from compaction.core.types import Message
+from condense.index import call_entries, is_file_name, paths_and_urls
+from condense.types import Message
 
 Kind = Literal["number", "path", "url", "identifier"]
 MAX_CHARS = 4_000_000

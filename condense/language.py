@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from compaction.core.types import Message
+from condense.types import Message
 
 Language = str  # a BCP 47 primary language code: "zh", "en", "ru", "ja"…
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from compaction.core.boundaries import find_compress_start
-from compaction.core.pins import pinned_indexes
-from compaction.core.policy import CompactionPolicy
-from compaction.core.types import Message
+from condense.boundaries import find_compress_start
+from condense.pins import pinned_indexes
+from condense.policy import CompactionPolicy
+from condense.types import Message
 
 PRUNED_TOOL_PLACEHOLDER = "[旧工具输出已清除以节省上下文]"
 

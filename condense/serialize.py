@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compaction.core.types import Message
+from condense.types import Message
 
 _LABELS = {"system": "[SYSTEM] ", "user": "[USER] ", "assistant": "[ASSISTANT] "}
 

@@ -36,7 +36,7 @@ class Message:
 
     ``id`` is the storage id when the message came from the database (None for
     messages the core creates, such as a summary or a placeholder result). ``pinned``:
-    the user pinned it, so a compaction keeps it verbatim (``compaction.core.pins``).
+    the user pinned it, so a compaction keeps it verbatim (``condense.pins``).
     """
 
     role: Role
