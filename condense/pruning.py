@@ -33,6 +33,14 @@ def pruned_copy(m: Message) -> Message:
     )
 
 
+def pruned_view(messages: Sequence[Message], pruned: Sequence[int]) -> tuple[Message, ...]:
+    """``messages`` with the ``pruned`` indexes' contents replaced by the placeholder."""
+    out = list(messages)
+    for i in pruned:
+        out[i] = pruned_copy(out[i])
+    return tuple(out)
+
+
 def placeholder_tokens(policy: CompactionPolicy) -> int:
     return len(PRUNED_TOOL_PLACEHOLDER) // policy.chars_per_token + 10
 
