@@ -73,20 +73,25 @@ def _token_facts(token: str) -> Iterator[tuple[Kind, str]]:
             yield ("url" if kind == "url" else "path"), value
         return
     for part in token.split("="):  # key=value: both sides
-        word = part.strip(_TRIM)
-        if not word or (word.isalpha() and (word.islower() or word.isupper() or word.istitle())):
-            continue  # a plain word (the common case, decided without a regex)
-        if is_file_name(word):
-            yield "path", word
-        elif _NUMBER_WORD.fullmatch(word):
-            if not _is_trivial(word):
-                yield "number", word
-        elif _is_identifier(word.lstrip("-+")):
-            yield "identifier", word.lstrip("-+")
-        else:
-            for number in _NUMBER.findall(part):
-                if not _is_trivial(number):
-                    yield "number", number
+        yield from _part_facts(part)
+
+
+def _part_facts(part: str) -> Iterator[tuple[Kind, str]]:
+    """The facts of one side of a token's ``key=value`` (or of the whole token)."""
+    word = part.strip(_TRIM)
+    if not word or (word.isalpha() and (word.islower() or word.isupper() or word.istitle())):
+        return  # a plain word (the common case, decided without a regex)
+    if is_file_name(word):
+        yield "path", word
+    elif _NUMBER_WORD.fullmatch(word):
+        if not _is_trivial(word):
+            yield "number", word
+    elif _is_identifier(word.lstrip("-+")):
+        yield "identifier", word.lstrip("-+")
+    else:
+        for number in _NUMBER.findall(part):
+            if not _is_trivial(number):
+                yield "number", number
 
 
 def _text_facts(text: str, seen: set[str]) -> Iterator[tuple[Kind, str]]:

@@ -130,24 +130,30 @@ def _from_value(key: str, value: object) -> Iterable[tuple[str, str]]:
     if isinstance(value, bool) or value is None:
         return
     text = str(value).strip()
-    if text.lower() in _SKIP_VALUES:
-        return
+    if text.lower() not in _SKIP_VALUES:
+        yield from _from_text(key, text)
+
+
+def _from_text(key: str, text: str) -> Iterable[tuple[str, str]]:
+    """The entries of one argument's text, by what its key names, else by its shape."""
     if key in COMMAND_KEYS:
         yield "command", text.splitlines()[0] if text.splitlines() else text
         yield from _command_files(text)
-        return
-    if key in PATH_KEYS and (_is_path(text) or _BARE_FILE.match(text)):
+    elif key in PATH_KEYS and (_is_path(text) or _BARE_FILE.match(text)):
         yield "file", text
-        return
-    if len(text) <= 80 and not any(c.isspace() for c in text):
-        if text.startswith(("http://", "https://")):
-            yield "url", text
-        elif _is_path(text):
-            yield "file", text
-        else:
-            yield "id", f"{key}={text}"
-        return
-    yield from paths_and_urls(text)
+    elif len(text) <= 80 and not any(c.isspace() for c in text):
+        yield _short_value(key, text)
+    else:
+        yield from paths_and_urls(text)
+
+
+def _short_value(key: str, text: str) -> tuple[str, str]:
+    """A short word of an argument: a URL, a path, or an identifier (``key=value``)."""
+    if text.startswith(("http://", "https://")):
+        return "url", text
+    if _is_path(text):
+        return "file", text
+    return "id", f"{key}={text}"
 
 
 def call_entries(name: str, arguments: str) -> list[tuple[str, str]]:
@@ -237,8 +243,18 @@ def build_index(
     builder = IndexBuilder(max_chars)
     if builder.full:
         return ()
+    _add_calls(builder, messages)
+    _add_result_paths(builder, messages, contents, head_chars, tail_chars)
+    for entry in earlier:
+        builder.add(entry.kind, entry.value, entry.ids)
+    return builder.result()
+
+
+def _add_calls(builder: IndexBuilder, messages: Sequence[Message]) -> None:
+    """The tool calls' entries, newest call first. An argument string seen before is not
+    parsed again, and a call whose entries have all the ids they keep is skipped."""
     seen_args: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    done: set[tuple[str, str]] = set()  # calls whose entries have all the ids they keep
+    done: set[tuple[str, str]] = set()
     for m in reversed(messages):
         if not m.tool_calls or m.role != "assistant":
             continue
@@ -256,6 +272,17 @@ def build_index(
                 done.add(key)
         if builder.full:
             break
+
+
+def _add_result_paths(
+    builder: IndexBuilder,
+    messages: Sequence[Message],
+    contents: Sequence[str],
+    head_chars: int,
+    tail_chars: int,
+) -> None:
+    """Paths and URLs in the tool results, newest first, read within the serializer's
+    head/tail cut (a result without a "/" there is skipped unread)."""
     keep = head_chars + tail_chars
     for m, text in zip(reversed(messages), reversed(contents), strict=True):
         if builder.full:
@@ -272,9 +299,6 @@ def build_index(
         ids = (m.id,) if m.id is not None else ()
         for kind, value in paths_and_urls(text):
             builder.add(kind, _clip(value), ids)
-    for entry in earlier:
-        builder.add(entry.kind, entry.value, entry.ids)
-    return builder.result()
 
 
 def _ids_text(ids: Sequence[int]) -> str:

@@ -159,13 +159,26 @@ def _detect(sample: str) -> str | None:
     letters = ascii_letters + len(wide)
     if not letters:
         return None
-    kana = _count("kana", wide)
-    if kana >= 0.05 * letters:
+    found = _east_asian_language(wide, letters)
+    if found is None:
+        found = _script_language(wide, ascii_letters)
+    return found if found is not None else _latin_language(sample)
+
+
+def _east_asian_language(wide: str, letters: int) -> str | None:
+    """Japanese, Korean or Chinese, when their script has its share of the letters."""
+    if _count("kana", wide) >= 0.05 * letters:
         return "ja"
     if _count("hangul", wide) >= 0.10 * letters:
         return "ko"
     if _count("han", wide) >= 0.10 * letters:  # the seed's 10% rule
         return "zh"
+    return None
+
+
+def _script_language(wide: str, ascii_letters: int) -> str | None:
+    """The language of the other script with 15% of the letters (told apart by its
+    marks where two languages share it), or Vietnamese by its marks; None: Latin."""
     counts = {name: _count(name, wide) for name in _OTHER_THAN}
     letters = ascii_letters + sum(counts.values())
     marks = set(wide) & (_UKRAINIAN | _PERSIAN | _VIETNAMESE)
@@ -173,14 +186,18 @@ def _detect(sample: str) -> str | None:
     if others:
         script = max(others, key=lambda s: others[s])
         if others[script] >= 0.15 * letters:
-            if script == "cyrillic":
-                return "uk" if marks & _UKRAINIAN else "ru"
-            if script == "arabic" and marks & _PERSIAN:
-                return "fa"
-            return _SCRIPT_LANGUAGE[script]
+            return _language_of_script(script, marks)
     if marks & _VIETNAMESE and len(marks & _VIETNAMESE) >= 2:
         return "vi"
-    return _latin_language(sample)
+    return None
+
+
+def _language_of_script(script: str, marks: set[str]) -> str:
+    if script == "cyrillic":
+        return "uk" if marks & _UKRAINIAN else "ru"
+    if script == "arabic" and marks & _PERSIAN:
+        return "fa"
+    return _SCRIPT_LANGUAGE[script]
 
 
 def detect_language(messages: Sequence[Message]) -> Language:

@@ -425,65 +425,12 @@ def _parallel(runner: _Runner) -> RunResult:
     """Parts concurrently, then merge rounds. A part's prompt (one join, in C) is built by
     the worker that sends it and dropped with its answer, so a middle of many megabytes is
     never held as prompts all at once."""
-    rp, cpt = runner.rp, runner.policy.chars_per_token
+    rp = runner.rp
     count = rp.request_count
     total = RunResult("")
-
-    def part(index: int, chunk: Sequence[str]) -> Callable[[], RunResult]:
-        def job() -> RunResult:  # the prompt exists only while its request is in flight
-            input_tokens = rp.chunk_tokens[index]
-            target = target_tokens(rp.part_budget, input_tokens)
-            request = SummaryRequest(
-                prompt=part_prompt(
-                    chunk,
-                    part=index + 1,
-                    parts=len(rp.chunk_pieces),
-                    budget=target,
-                    language=rp.language,
-                    focus=rp.focus,
-                ),
-                max_output_tokens=rp.part_budget,
-                language=rp.language,
-                is_update=False,
-                chunk_index=index,
-                chunk_count=count,
-                kind=PART,
-                target_tokens=target,
-            )
-            chars = rp.chunk_chars(index)
-            return runner.ask(request, input_chars=chars, input_tokens=input_tokens, last=False)
-
-        return job
-
-    def merge(
-        index: int, texts: Sequence[str], first_part: int, final: bool
-    ) -> Callable[[], RunResult]:
-        previous = rp.previous if final else None
-        carried = conservative_tokens(previous, cpt) if previous else 0
-        input_tokens = sum(conservative_tokens(t, cpt) for t in texts) + carried
-        budget = rp.budget if final else rp.part_budget
-        target = target_tokens(budget, input_tokens, carried)
-        request = SummaryRequest(
-            prompt=merge_prompt(
-                texts,
-                previous_summary=previous,
-                budget=target,
-                language=rp.language,
-                focus=rp.focus,
-                first_part=first_part,
-            ),
-            max_output_tokens=budget,
-            language=rp.language,
-            is_update=previous is not None,
-            chunk_index=index,
-            chunk_count=count,
-            kind=MERGE,
-            target_tokens=target,
-        )
-        chars = sum(len(t) for t in texts) + len(previous or "")
-        return lambda: runner.ask(request, input_chars=chars, input_tokens=input_tokens, last=final)
-
-    runs = runner.map([part(i, chunk) for i, chunk in enumerate(rp.chunk_pieces)])
+    runs = runner.map(
+        [_part_job(runner, i, chunk, count) for i, chunk in enumerate(rp.chunk_pieces)]
+    )
     for run in runs:
         _add(total, run)
     texts = [run.text for run in runs]
@@ -493,7 +440,8 @@ def _parallel(runner: _Runner) -> RunResult:
         batch = len(texts) if final else rp.merge_batch
         jobs = []
         for start in range(0, len(texts), batch):
-            jobs.append(merge(index, texts[start : start + batch], start + 1, final))
+            batch_texts = texts[start : start + batch]
+            jobs.append(_merge_job(runner, index, batch_texts, start + 1, final=final, count=count))
             index += 1
         runs = runner.map(jobs)
         for run in runs:
@@ -501,6 +449,76 @@ def _parallel(runner: _Runner) -> RunResult:
         texts = [run.text for run in runs]
     total.text = texts[0]
     return total
+
+
+def _part_job(
+    runner: _Runner, index: int, chunk: Sequence[str], count: int
+) -> Callable[[], RunResult]:
+    """The request for one chunk of a long middle, as a job for ``_Runner.map``."""
+    rp = runner.rp
+
+    def job() -> RunResult:  # the prompt exists only while its request is in flight
+        input_tokens = rp.chunk_tokens[index]
+        target = target_tokens(rp.part_budget, input_tokens)
+        request = SummaryRequest(
+            prompt=part_prompt(
+                chunk,
+                part=index + 1,
+                parts=len(rp.chunk_pieces),
+                budget=target,
+                language=rp.language,
+                focus=rp.focus,
+            ),
+            max_output_tokens=rp.part_budget,
+            language=rp.language,
+            is_update=False,
+            chunk_index=index,
+            chunk_count=count,
+            kind=PART,
+            target_tokens=target,
+        )
+        chars = rp.chunk_chars(index)
+        return runner.ask(request, input_chars=chars, input_tokens=input_tokens, last=False)
+
+    return job
+
+
+def _merge_job(
+    runner: _Runner,
+    index: int,
+    texts: Sequence[str],
+    first_part: int,
+    *,
+    final: bool,
+    count: int,
+) -> Callable[[], RunResult]:
+    """The request merging ``texts`` (partial summaries from ``first_part`` on; the final
+    merge also carries the previous summary), as a job for ``_Runner.map``."""
+    rp, cpt = runner.rp, runner.policy.chars_per_token
+    previous = rp.previous if final else None
+    carried = conservative_tokens(previous, cpt) if previous else 0
+    input_tokens = sum(conservative_tokens(t, cpt) for t in texts) + carried
+    budget = rp.budget if final else rp.part_budget
+    target = target_tokens(budget, input_tokens, carried)
+    request = SummaryRequest(
+        prompt=merge_prompt(
+            texts,
+            previous_summary=previous,
+            budget=target,
+            language=rp.language,
+            focus=rp.focus,
+            first_part=first_part,
+        ),
+        max_output_tokens=budget,
+        language=rp.language,
+        is_update=previous is not None,
+        chunk_index=index,
+        chunk_count=count,
+        kind=MERGE,
+        target_tokens=target,
+    )
+    chars = sum(len(t) for t in texts) + len(previous or "")
+    return lambda: runner.ask(request, input_chars=chars, input_tokens=input_tokens, last=final)
 
 
 def run_requests(
