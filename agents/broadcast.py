@@ -4,8 +4,12 @@ here; the socket layer only joins groups and encodes what arrives."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -33,21 +37,70 @@ async def asend_control(session_id: str | uuid.UUID, message: dict[str, str]) ->
     )
 
 
+# How long a thread waits for the process's event loop to take an event (issue 24: a
+# thread that hops to a loop that has stopped must never wait forever).
+PUBLISH_TIMEOUT_SECONDS = 10.0
+
+# The event loop of this process's main thread (Daphne's, the worker's), once it has
+# published: where a thread's events go, since the channel layer's connections live there.
+_home_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _remember_home_loop() -> None:
+    global _home_loop
+    if threading.current_thread() is threading.main_thread():
+        _home_loop = asyncio.get_running_loop()
+
+
 async def apublish(session_id: str | uuid.UUID, *events: ServerEvent) -> None:
     """``events`` to every socket watching the session, in order; several go as one layer
     message (a turn's events that are ready together: one Redis round trip, not one each)."""
     layer = get_channel_layer()
     if layer is None or not events:
         return
+    _remember_home_loop()
     await layer.group_send(session_group(session_id), events_to_layer(events))
 
 
-def publish(session_id: str | uuid.UUID, event: ServerEvent) -> None:
-    """Sync entry point for services and commands; never raises into the caller."""
+def publish(session_id: str | uuid.UUID, *events: ServerEvent) -> None:
+    """Sync entry point for services, threads and commands; never raises into the caller
+    and never waits more than ``PUBLISH_TIMEOUT_SECONDS`` (``_hop``)."""
+    if events:
+        _hop(lambda: apublish(session_id, *events), f"session {session_id}")
+
+
+def _hop(make: Callable[[], Coroutine[Any, Any, None]], where: str) -> None:
+    """Run the coroutine ``make`` builds from sync code: in a process whose main loop
+    publishes, through that loop (the channel layer's connections live there), waiting at
+    most ``PUBLISH_TIMEOUT_SECONDS``; once that loop has stopped, not at all (the process is
+    exiting); in a process without one (a command), on a loop of its own (asgiref's)."""
+    loop = _home_loop
     try:
-        async_to_sync(apublish)(session_id, event)
+        if loop is None or loop.is_closed():
+
+            async def run() -> None:
+                await make()
+
+            async_to_sync(run)()
+            return
+        if not loop.is_running():
+            logger.warning("event loop gone: events to %s dropped", where)
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:  # called from the loop's own thread: it cannot wait for itself
+            loop.create_task(make())
+            return
+        future = asyncio.run_coroutine_threadsafe(make(), loop)
+        try:
+            future.result(timeout=PUBLISH_TIMEOUT_SECONDS)
+        except TimeoutError:
+            future.cancel()
+            logger.warning("publishing to %s timed out: events dropped", where)
     except Exception:  # a dead Redis must not turn a finished compaction into a failure
-        logger.exception("broadcast of %s to session %s failed", event.type, session_id)
+        logger.exception("broadcast to %s failed", where)
 
 
 async def apublish_to_owner(owner_id: int, event: ServerEvent) -> None:
@@ -61,7 +114,4 @@ async def apublish_to_owner(owner_id: int, event: ServerEvent) -> None:
 
 def publish_to_owner(owner_id: int, event: ServerEvent) -> None:
     """Sync entry point of ``apublish_to_owner``; never raises into the caller."""
-    try:
-        async_to_sync(apublish_to_owner)(owner_id, event)
-    except Exception:
-        logger.exception("broadcast of %s to user %s failed", event.type, owner_id)
+    _hop(lambda: apublish_to_owner(owner_id, event), f"user {owner_id}")

@@ -11,19 +11,25 @@ figures count alike.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from channels.db import database_sync_to_async
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from agents.broadcast import apublish, publish
 from agents.context_breakdown import context_breakdown, tool_definition_tokens
-from agents.events import MeterReading
+from agents.events import MeterReading, TokenUpdate
 from agents.models import ChatSession, Message, ModelChannel, Role
 from agents.selectors import model_visible
+from agents.tools.catalog import turn_tool_specs
 from condense.tokens import estimate_tokens
 from condense.types import Message as CoreMessage
 from llm import DEFAULT_CONTEXT_WINDOW, ToolSpec, model_max_tokens
+
+logger = logging.getLogger(__name__)
 
 
 def context_window(channel: ModelChannel | None) -> int:
@@ -154,11 +160,41 @@ def meter_read(
         compaction_count=session.compaction_count,
         tool_tokens=sums.tools,
         compacting=bool(
-            session.compaction_lease_holder
-            and session.compaction_lease_expires_at
-            and session.compaction_lease_expires_at > timezone.now()
+            session.compacting_holder
+            and session.compacting_holder == session.lease_holder
+            and session.lease_expires_at
+            and session.lease_expires_at > timezone.now()
         ),
         paused_reason=session.auto_compaction_paused_reason,
         token_cap=agent.compaction_token_cap,
         breakdown=breakdown,
     )
+
+
+def context_reading(*, session: ChatSession, visible: VisibleTokens | None = None) -> MeterReading:
+    """The token bar's reading with its breakdown (one aggregate query unless ``visible``
+    is given): the tools counted are the ones a turn sends (``agents.tools.catalog``)."""
+    return meter_read(session=session, visible=visible, tools=turn_tool_specs(session))
+
+
+def token_update(session_id: str) -> TokenUpdate:
+    """The token bar's event, read now."""
+    session = ChatSession.objects.select_related(
+        "agent__model_channel", "agent__auxiliary_model_channel"
+    ).get(pk=session_id)
+    return TokenUpdate.of(str(session_id), context_reading(session=session))
+
+
+def publish_meter(session_id: str) -> None:
+    """Whatever moved the token bar publishes it (a compaction, an undo, a pin, an edit):
+    every socket watching the session hears the new reading. Never raises."""
+    try:
+        event = token_update(str(session_id))
+    except Exception:  # a broken read must not undo what was stored
+        logger.exception("could not read the meter of session %s", session_id)
+        return
+    publish(session_id, event)
+
+
+async def apublish_meter(session_id: str) -> None:
+    await apublish(session_id, await database_sync_to_async(token_update)(str(session_id)))

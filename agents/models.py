@@ -254,18 +254,17 @@ class ChatSession(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     compaction_count = models.PositiveIntegerField(_("compactions"), default=0)
-    # DESIGN 5: the compaction lease (free, or held by one holder until it expires).
-    compaction_lease_holder = models.CharField(max_length=64, blank=True)
-    compaction_lease_expires_at = models.DateTimeField(null=True, blank=True)
-    # A stop cancelled the compaction of this holder (its lease was taken back at once).
-    compaction_cancelled_holder = models.CharField(max_length=64, blank=True)
-    # The turn lease: the one process running this session's turn or socket compaction
-    # (``chat.control``); a message that arrives meanwhile waits, queued.
-    turn_lease_holder = models.CharField(max_length=64, blank=True)
-    turn_lease_expires_at = models.DateTimeField(null=True, blank=True)
-    # A stop asked the turn of this holder to end (checked between steps and by its
-    # heartbeat, when the stop reached another process).
-    turn_stop_holder = models.CharField(max_length=64, blank=True)
+    # DESIGN 5: the session lease (``agents.leases``): the one holder that runs this
+    # session's turn or compaction, anywhere, until it expires (renewed while it works); a
+    # chat message that arrives meanwhile waits, queued.
+    lease_holder = models.CharField(max_length=96, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # A stop asked the work of this holder to end (read by its heartbeat and between steps).
+    lease_stop_holder = models.CharField(max_length=96, blank=True)
+    # The holder whose compaction runs now (under its lease, inside a turn or on its own).
+    compacting_holder = models.CharField(max_length=96, blank=True)
+    # A stop cancelled the compaction of this holder (announced by the stop, at once).
+    compaction_cancelled_holder = models.CharField(max_length=96, blank=True)
     # DESIGN 9: runaway protection for automatic compaction.
     auto_compaction_paused_reason = models.CharField(max_length=200, blank=True)
     consecutive_compaction_failures = models.PositiveSmallIntegerField(default=0)
@@ -302,6 +301,8 @@ class Role(models.TextChoices):
 # ``metadata.systemType`` of the record of a chat turn that failed or was stopped (a
 # bubble with Retry on the page; never sent to a model).
 SYSTEM_TYPE_TURN = "turn_event"
+# ``metadata.systemType`` of a compaction's bubble (done, failed, skipped).
+SYSTEM_TYPE_COMPACTION = "compaction_event"
 
 
 class Message(models.Model):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from django.db.models import Count, Max, Min, Q, QuerySet
+from django.db.models import Count, F, Max, Min, Q, QuerySet
 from django.utils import timezone
 
 from agents.models import SYSTEM_TYPE_TURN, ChatSession, Message, Role
@@ -116,11 +116,11 @@ def retryable_turn_event(*, session: ChatSession) -> Message | None:
     return event
 
 
-def turn_lease_expiry(*, session_id: Any) -> tuple[str, datetime] | None:
-    """The holder of the session's turn lease and when it expires; None when it is free."""
+def lease_expiry(*, session_id: Any) -> tuple[str, datetime] | None:
+    """The holder of the session's lease and when it expires; None when it is free."""
     row = (
         ChatSession.objects.filter(pk=session_id)
-        .values_list("turn_lease_holder", "turn_lease_expires_at")
+        .values_list("lease_holder", "lease_expires_at")
         .first()
     )
     if row is None or not row[0] or row[1] is None or row[1] <= timezone.now():
@@ -129,12 +129,10 @@ def turn_lease_expiry(*, session_id: Any) -> tuple[str, datetime] | None:
 
 
 def compaction_running(*, session_id: Any) -> bool:
-    """A compaction of the session holds its compaction lease now."""
+    """A compaction of the session runs now, under the session's lease."""
     return (
-        ChatSession.objects.filter(
-            pk=session_id,
-            compaction_lease_expires_at__gt=timezone.now(),
-        )
-        .exclude(compaction_lease_holder="")
+        ChatSession.objects.filter(pk=session_id, lease_expires_at__gt=timezone.now())
+        .exclude(compacting_holder="")
+        .filter(compacting_holder=F("lease_holder"))
         .exists()
     )

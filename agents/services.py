@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from agents.broadcast import publish_to_owner
+from agents.event_records import EventRecord
 from agents.events import SessionDeleted, SessionUpdated
-from agents.models import SYSTEM_TYPE_TURN, Agent, ChatSession, Message, Role
+from agents.models import (
+    SYSTEM_TYPE_COMPACTION,
+    Agent,
+    ChatSession,
+    Message,
+    Role,
+)
 from agents.positions import advance_past, next_positions
 from agents.selectors import queued_messages, session_tail
 from agents.storable import storable_call_id, storable_json, storable_text, storable_tool_call
@@ -23,8 +31,6 @@ from agents.tools import session_workspace_root
 from condense.tokens import estimate_tokens
 from condense.types import Message as CoreMessage
 from condense.types import core_role, tool_calls_from_json
-
-SYSTEM_TYPE_COMPACTION = "compaction_event"
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +63,8 @@ def session_start(
             owner=owner,
             agent=agent,
             title=title_from_message(content),
-            turn_lease_holder=holder,
-            turn_lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds),
+            lease_holder=holder,
+            lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds),
         )
         stored = user_message_append(session=session, content=content, touched=True)
     return session, stored
@@ -240,16 +246,149 @@ def messages_bulk_append(*, session: ChatSession, rows: Sequence[dict[str, Any]]
         return Message.objects.bulk_create(objs, batch_size=500)
 
 
-def system_event_append(
-    *, session: ChatSession, system_type: str, content: str, payload: dict[str, Any]
-) -> Message:
-    """A record of something that happened (a compaction bubble); never sent to a model."""
+def event_record_append(*, session: ChatSession, content: str, record: EventRecord) -> Message:
+    """A record of something that happened (``agents.event_records``); never sent to a
+    model."""
     return message_append(
-        session=session,
-        role=Role.SYSTEM,
-        content=content,
-        metadata={"systemType": system_type, **payload},
+        session=session, role=Role.SYSTEM, content=content, metadata=record.to_metadata()
     )
+
+
+def compaction_failure_note(
+    *,
+    session: ChatSession,
+    content: str,
+    record: EventRecord,
+    pause: Callable[[int, str], str],
+) -> Message:
+    """A failed compaction's bubble, and the session's count of failures in a row: ``pause``
+    (failures in a row, the current pause reason) → the pause reason to keep
+    (``compaction.trigger.pause_after_failure``). One transaction."""
+    with transaction.atomic():
+        bubble = event_record_append(session=session, content=content, record=record)
+        ChatSession.objects.filter(pk=session.pk).update(
+            consecutive_compaction_failures=F("consecutive_compaction_failures") + 1
+        )
+        row = ChatSession.objects.values(
+            "consecutive_compaction_failures", "auto_compaction_paused_reason"
+        ).get(pk=session.pk)
+        reason = pause(row["consecutive_compaction_failures"], row["auto_compaction_paused_reason"])
+        ChatSession.objects.filter(pk=session.pk).update(auto_compaction_paused_reason=reason)
+    session.auto_compaction_paused_reason = reason
+    return bubble
+
+
+def session_pause_set(*, session: ChatSession, reason: str) -> None:
+    """Pause (a reason) or resume ('') automatic compaction of the session."""
+    if reason != session.auto_compaction_paused_reason:
+        ChatSession.objects.filter(pk=session.pk).update(auto_compaction_paused_reason=reason)
+        session.auto_compaction_paused_reason = reason
+
+
+def session_todos_save(*, session: ChatSession, todos: list[dict[str, Any]]) -> None:
+    ChatSession.objects.filter(pk=session.pk).update(todos=todos)
+    session.todos = todos
+
+
+def session_suggestion_mark(*, session: ChatSession) -> bool:
+    """Mode ``ask``: remember that compaction was suggested (once until a compaction);
+    False when it was already."""
+    now = timezone.now()
+    marked = ChatSession.objects.filter(pk=session.pk, compaction_suggested_at__isnull=True)
+    if not marked.update(compaction_suggested_at=now):
+        return False
+    session.compaction_suggested_at = now
+    return True
+
+
+def event_record_mark(
+    *, message: Message, compaction_id: int | None = None, undone: bool | None = None
+) -> None:
+    """Name a bubble's compaction record, or mark it undone."""
+    changes: dict[str, Any] = {}
+    if compaction_id is not None:
+        changes["compactionId"] = compaction_id
+    if undone is not None:
+        changes["undone"] = undone
+    message.metadata = {**(message.metadata or {}), **changes}
+    message.save(update_fields=["metadata"])
+
+
+def stored_estimate(message: Message) -> int:
+    """A stored message's token estimate, as it is computed on insert."""
+    return message_estimate(message.role, message.content, message.tool_calls or ())
+
+
+def message_pin_set(*, message: Message, pinned: bool) -> None:
+    """Pin or unpin a message; pinning a pruned tool output gives it its text back."""
+    message.pinned = pinned
+    fields = ["pinned"]
+    if pinned and message.pruned_at is not None:
+        message.pruned_at = None
+        message.token_estimate = stored_estimate(message)
+        fields += ["pruned_at", "token_estimate"]
+    message.save(update_fields=fields)
+
+
+def messages_restore(*, session: ChatSession, ids: Sequence[int]) -> list[Message]:
+    """Bring originals a summary replaced back into the compacted view (in order)."""
+    rows = Message.objects.filter(session=session, pk__in=list(ids))
+    rows.update(compacted_at=None)
+    return list(rows.order_by("position", "id"))
+
+
+def summary_rewrite(*, summary: Message, content: str, edited_at: Any) -> None:
+    """A summary's new text (an edit by hand), marked edited."""
+    summary.content = storable_text(content)
+    summary.token_estimate = stored_estimate(summary)
+    summary.metadata = {
+        **(summary.metadata or {}),
+        "edited": True,
+        "editedAt": edited_at.isoformat(),
+    }
+    summary.save(update_fields=["content", "token_estimate", "metadata"])
+
+
+def compaction_revert(
+    *,
+    session: ChatSession,
+    summary: Message | None,
+    pruned_ids: Sequence[int],
+    bubble: Message | None,
+    paused_reason: str,
+) -> set[int]:
+    """Undo one compaction's write-back (call inside a transaction holding the session
+    row): its originals visible again, its pruned outputs whole again, its summary and
+    bubble marked undone, the session's counters as before it. Returns the ids restored."""
+    now = timezone.now()
+    restored: set[int] = set()
+    if summary is not None:
+        originals = Message.objects.filter(session=session, compacted_into=summary)
+        restored.update(originals.filter(compacted_at__isnull=False).values_list("pk", flat=True))
+        originals.update(compacted_at=None, compacted_into=None)
+        summary.compacted_at = now
+        summary.metadata = {**(summary.metadata or {}), "undone": True}
+        summary.save(update_fields=["compacted_at", "metadata"])
+    pruned = list(
+        Message.objects.filter(session=session, pk__in=list(pruned_ids), pruned_at__isnull=False)
+    )
+    for message in pruned:
+        message.pruned_at = None
+        message.token_estimate = stored_estimate(message)
+    Message.objects.bulk_update(pruned, ["pruned_at", "token_estimate"])
+    restored.update(m.pk for m in pruned)
+    if bubble is not None:
+        event_record_mark(message=bubble, undone=True)
+    ChatSession.objects.filter(pk=session.pk).update(
+        compaction_count=Greatest(F("compaction_count") - 1, 0),
+        # the provider's last figure counted the compacted context: the meter estimates
+        # again, with the ratio the compaction kept (``token_calibration``)
+        last_input_tokens=None,
+        last_input_position=None,
+        compaction_suggested_at=None,
+        auto_compaction_paused_reason=paused_reason,
+    )
+    return restored
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,97 +482,97 @@ def compaction_apply(
     )
 
 
-def compaction_lease_acquire(*, session: ChatSession, holder: str, seconds: int) -> bool:
-    """DESIGN 5: one conditional UPDATE — free or expired → mine."""
-    now = timezone.now()
-    taken = (
-        ChatSession.objects.filter(pk=session.pk)
-        .filter(
-            Q(compaction_lease_holder="")
-            | Q(compaction_lease_expires_at__isnull=True)
-            | Q(compaction_lease_expires_at__lt=now)
-        )
-        .update(
-            compaction_lease_holder=holder,
-            compaction_lease_expires_at=now + timedelta(seconds=seconds),
-        )
-    )
-    return taken == 1
+# --- the session lease (``agents.leases``) and queued input -------------------------
+
+LeaseState = Literal["held", "stop", "lost"]
+# the holders of a lease taken for a compaction on its own (``agents.leases.COMPACT``)
+COMPACTION_HOLDER_PREFIX = "c/"
 
 
-def compaction_lease_renew(*, session: ChatSession, holder: str, seconds: int) -> bool:
-    """Extend a lease its holder still has; False when it is someone else's (or gone)."""
-    renewed = ChatSession.objects.filter(pk=session.pk, compaction_lease_holder=holder).update(
-        compaction_lease_expires_at=timezone.now() + timedelta(seconds=seconds)
-    )
-    return renewed == 1
+def _free(now: Any) -> Q:
+    return Q(lease_holder="") | Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
 
 
-def compaction_lease_release(*, session: ChatSession, holder: str) -> bool:
-    """Free the lease if ``holder`` still has it; False when it had lost it (a stop took it
-    back, or it expired and another holder took it)."""
-    released = ChatSession.objects.filter(pk=session.pk, compaction_lease_holder=holder).update(
-        compaction_lease_holder="", compaction_lease_expires_at=None
-    )
-    return released == 1
-
-
-def compaction_was_cancelled(*, session: ChatSession, holder: str) -> bool:
-    """A stop took this holder's lease back (``session_stop``)."""
-    return ChatSession.objects.filter(pk=session.pk, compaction_cancelled_holder=holder).exists()
-
-
-# --- the turn lease and queued input (``chat.control``) ------------------------------
-
-TurnLeaseState = Literal["held", "stop", "lost"]
-
-
-def turn_lease_acquire(
-    *, session_id: Any, holder: str, seconds: float, also: dict[str, Any] | None = None
+def lease_acquire(
+    *,
+    session_id: Any,
+    holder: str,
+    seconds: float,
+    also: dict[str, Any] | None = None,
+    take_over: str = "",
 ) -> bool:
-    """One conditional UPDATE: free or expired → ``holder``'s for ``seconds``. ``also``:
-    more columns set by the same statement when the lease is taken (a chat message's
-    ``session_touch``)."""
+    """One conditional UPDATE (DESIGN 5): free or expired → ``holder``'s for ``seconds``.
+    ``also``: more columns set by the same statement (a chat message's ``session_touch``);
+    ``take_over``: a holder whose lease may be taken although it has not expired (a run
+    started again after the process that ran it died, ``agents.leases``)."""
     now = timezone.now()
+    free = _free(now) | (Q(lease_holder=take_over) if take_over else Q(pk__in=[]))
     taken = (
         ChatSession.objects.filter(pk=session_id)
-        .filter(
-            Q(turn_lease_holder="")
-            | Q(turn_lease_expires_at__isnull=True)
-            | Q(turn_lease_expires_at__lt=now)
-        )
+        .filter(free)
         .update(
-            turn_lease_holder=holder,
-            turn_lease_expires_at=now + timedelta(seconds=seconds),
-            turn_stop_holder="",
+            lease_holder=holder,
+            lease_expires_at=now + timedelta(seconds=seconds),
+            lease_stop_holder="",
+            compacting_holder="",
             **(also or {}),
         )
     )
     return taken == 1
 
 
-def turn_lease_renew(*, session_id: Any, holder: str, seconds: float) -> TurnLeaseState:
+def lease_renew(*, session_id: Any, holder: str, seconds: float) -> LeaseState:
     """Extend ``holder``'s lease: ``held``; ``stop`` when a stop asked its work to end (the
     lease is extended all the same); ``lost`` when it is someone else's."""
     until = timezone.now() + timedelta(seconds=seconds)
-    mine = ChatSession.objects.filter(pk=session_id, turn_lease_holder=holder)
-    if mine.exclude(turn_stop_holder=holder).update(turn_lease_expires_at=until):
+    mine = ChatSession.objects.filter(pk=session_id, lease_holder=holder)
+    if mine.exclude(lease_stop_holder=holder).update(lease_expires_at=until):
         return "held"
-    return "stop" if mine.update(turn_lease_expires_at=until) else "lost"
+    return "stop" if mine.update(lease_expires_at=until) else "lost"
 
 
-def turn_lease_release(*, session_id: Any, holder: str, unless_queued: bool = False) -> bool:
+def lease_release(*, session_id: Any, holder: str, unless_queued: bool = False) -> bool:
     """Free ``holder``'s lease (False: it was not theirs).
 
     ``unless_queued``: only when no message waits queued, in the same statement — then
     nothing needs looking at after it. A message queued a moment later is no concern: whoever
     stored it tries the lease right after, and finds it free."""
-    mine = ChatSession.objects.filter(pk=session_id, turn_lease_holder=holder)
+    mine = ChatSession.objects.filter(pk=session_id, lease_holder=holder)
     if unless_queued:
         waiting = Message.objects.filter(session=OuterRef("pk"), queued_at__isnull=False)
         mine = mine.exclude(Exists(waiting))
-    freed = mine.update(turn_lease_holder="", turn_lease_expires_at=None, turn_stop_holder="")
+    freed = mine.update(
+        lease_holder="", lease_expires_at=None, lease_stop_holder="", compacting_holder=""
+    )
     return freed == 1
+
+
+def compacting_start(*, session_id: Any, holder: str) -> bool:
+    """A compaction begins under ``holder``'s lease (False: the lease is not theirs, or a
+    stop asked its work to end)."""
+    return (
+        ChatSession.objects.filter(pk=session_id, lease_holder=holder)
+        .exclude(lease_stop_holder=holder)
+        .update(compacting_holder=holder)
+        == 1
+    )
+
+
+def compacting_end(*, session_id: Any, holder: str) -> bool:
+    """The compaction under ``holder``'s lease ends. Called in the transaction that stores
+    its result: False when a stop cancelled it or the lease was lost meanwhile (then the
+    caller writes nothing), so a stop after the commit finds no compaction to cancel."""
+    return (
+        ChatSession.objects.filter(pk=session_id, lease_holder=holder, compacting_holder=holder)
+        .exclude(lease_stop_holder=holder)
+        .update(compacting_holder="")
+        == 1
+    )
+
+
+def compaction_was_cancelled(*, session_id: Any, holder: str) -> bool:
+    """A stop cancelled this holder's compaction (and announced it, ``session_stop``)."""
+    return ChatSession.objects.filter(pk=session_id, compaction_cancelled_holder=holder).exists()
 
 
 def turn_start(*, session: ChatSession, release_queued: bool = True) -> list[Message]:
@@ -459,63 +598,48 @@ def turn_start(*, session: ChatSession, release_queued: bool = True) -> list[Mes
 
 @dataclass(frozen=True, slots=True)
 class StopSignals:
-    """What a stop reached: the holder of the turn lease asked to stop, the holder of the
-    compaction lease whose lease was taken back (cancelled)."""
+    """What a stop reached: the lease holder asked to stop, and whether it was compacting
+    (that compaction is cancelled: it writes nothing)."""
 
-    turn_holder: str = ""
+    holder: str = ""
     compaction_holder: str = ""
 
     @property
     def anything(self) -> bool:
-        return bool(self.turn_holder or self.compaction_holder)
+        return bool(self.holder)
 
 
 def session_stop(*, session_id: Any) -> StopSignals:
-    """Ask whatever runs in the session to stop, wherever it runs: the turn's holder is
-    flagged (its process also hears it on the channel layer), a compaction's lease is
-    taken back at once (its worker thread writes nothing after that) and the session is
-    free for the next compaction."""
+    """Ask whatever runs in the session to stop, wherever it runs: its holder is flagged
+    (read by its heartbeat and between steps; the runner is told at once as well), and a
+    compaction it runs is marked cancelled. A compaction running on its own lease (not a
+    turn's) gives the lease back at once: its thread writes nothing after this, and the
+    session is free for the next compaction."""
     now = timezone.now()
     row = (
-        ChatSession.objects.filter(pk=session_id)
-        .values(
-            "turn_lease_holder",
-            "turn_lease_expires_at",
-            "compaction_lease_holder",
-            "compaction_lease_expires_at",
-        )
+        ChatSession.objects.filter(pk=session_id, lease_expires_at__gt=now)
+        .exclude(lease_holder="")
+        .values("lease_holder", "compacting_holder")
         .first()
     )
     if row is None:
         return StopSignals()
-    turn = compaction = ""
-    holder, until = row["compaction_lease_holder"], row["compaction_lease_expires_at"]
-    if holder and until is not None and until > now:
-        if ChatSession.objects.filter(pk=session_id, compaction_lease_holder=holder).update(
-            compaction_lease_holder="",
-            compaction_lease_expires_at=None,
-            compaction_cancelled_holder=holder,
-        ):
-            compaction = holder
-    holder, until = row["turn_lease_holder"], row["turn_lease_expires_at"]
-    if holder and until is not None and until > now:
-        if ChatSession.objects.filter(pk=session_id, turn_lease_holder=holder).update(
-            turn_stop_holder=holder
-        ):
-            turn = holder
-    return StopSignals(turn, compaction)
+    holder = row["lease_holder"]
+    compacting = row["compacting_holder"] == holder
+    changes: dict[str, Any] = {"lease_stop_holder": holder}
+    if compacting:
+        changes.update(compacting_holder="", compaction_cancelled_holder=holder)
+        if holder.startswith(COMPACTION_HOLDER_PREFIX):
+            changes.update(lease_holder="", lease_expires_at=None, lease_stop_holder="")
+    if not ChatSession.objects.filter(pk=session_id, lease_holder=holder).update(**changes):
+        return StopSignals()
+    return StopSignals(holder, holder if compacting else "")
 
 
-def turn_event_append(
-    *, session: ChatSession, status: str, reason: str, error: str, payload: dict[str, Any]
-) -> Message:
-    """The record of a turn that failed or was stopped (the page's bubble with Retry)."""
-    return system_event_append(
-        session=session,
-        system_type=SYSTEM_TYPE_TURN,
-        content=error,
-        payload={"status": status, "reason": reason, "error": error, **payload},
-    )
+def turn_event_append(*, session: ChatSession, record: EventRecord) -> Message:
+    """The record of a turn that failed, was stopped or was interrupted (the page's bubble
+    with Retry); its text is the record's error."""
+    return event_record_append(session=session, content=record.error, record=record)
 
 
 def session_record_usage(

@@ -17,8 +17,9 @@ from django.conf import settings
 from django.utils import translation
 
 from agents.access import SessionNotFound, session_for_user
-from agents.broadcast import apublish, apublish_to_owner
+from agents.broadcast import apublish_to_owner
 from agents.events import Delta, ErrorEvent, MessageStored, ServerEvent, TurnDone
+from agents.leases import TURN, lease_seconds, new_holder, stop_here
 from channels_app.auth import RevocableSocket
 from channels_app.consumer_base import EventSocketConsumer
 from channels_app.framing import outgoing_limit
@@ -35,7 +36,7 @@ from channels_app.protocol import (
 )
 from channels_app.stream_preview import StreamPreview
 from chat import control
-from chat.turn import AcceptedChat, accept_chat, accept_new_chat, read_token_update
+from chat.turn import AcceptedChat, accept_chat, accept_new_chat
 from compaction.preview import accept_for_socket, discard_for_socket
 from compaction.undo import undo_for_socket
 
@@ -77,8 +78,8 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
                 self.user,
                 frame.session_id,
                 frame.content,
-                control.new_holder(control.TURN),
-                control.lease_seconds(),
+                new_holder(TURN),
+                lease_seconds(),
             )
             if accepted is None:
                 await self.refuse_session(frame.session_id)
@@ -90,8 +91,8 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
                 self.user,
                 frame.agent_id,
                 frame.content,
-                control.new_holder(control.TURN),
-                control.lease_seconds(),
+                new_holder(TURN),
+                lease_seconds(),
             )
             if accepted is None:
                 await self.send_event(ErrorEvent("no such agent", "unknown_agent"))
@@ -137,12 +138,10 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
         )
 
     async def _changed_or_refused(self, session_id: str, refusal: ErrorEvent | None) -> None:
-        """After an undo or an accepted preview: the refusal to this socket, or the token
-        bar's new reading to the session's group (its other events went there already)."""
+        """After an undo or an accepted preview: the refusal to this socket (its events, the
+        token bar's included, went to the session's group)."""
         if refusal is not None:
             await self.send_event(refusal)
-        else:
-            await apublish(session_id, await read_token_update(session_id))
 
     async def submit_accepted(self, accepted: AcceptedChat) -> None:
         """A stored chat message (or one refused before it was stored) on its way; the
@@ -162,7 +161,7 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
         """Channel-layer handler: a stop for the turn that runs in this process, if it does
         (``chat.control``); nothing is sent to the client."""
         if message.get("action") == "stop":
-            control.stop_here(str(message.get("session_id", "")), str(message.get("holder", "")))
+            stop_here(str(message.get("session_id", "")), str(message.get("holder", "")))
 
     async def join_session(self, raw_session_id: str) -> str | None:
         """Access check through the one gate; unknown and foreign look the same."""

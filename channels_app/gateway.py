@@ -26,10 +26,12 @@ from django.utils import timezone
 
 from agents.broadcast import apublish
 from agents.events import CompactionSkipped, ErrorEvent, MessageStored, ServerEvent
+from agents.leases import COMPACT, TURN, SessionLease
 from agents.reasons import wire_text
 from chat import control, turn
 from compaction import preview
-from compaction import service as compaction
+from compaction.request import CompactionRequest
+from compaction.run import acompact
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +58,7 @@ class Unit:
     """One piece of work under a held lease."""
 
     kind: Literal["turn", "compact", "retry"]
-    lease: control.TurnLease
+    lease: SessionLease
     prepared: turn.PreparedTurn | None = None
     # the stored messages the turn answers, announced with its first events
     opening: tuple[ServerEvent, ...] = ()
@@ -72,6 +74,7 @@ class SessionRunner:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     compaction_asked: bool = False  # a compaction asked for here has not started yet
+    compacting: bool = False  # a compaction asked for here runs now
 
 
 class Gateway:
@@ -98,7 +101,7 @@ class Gateway:
         stored = tuple(MessageStored(sid, message) for message in accepted.messages)
         runner = self.runner(sid)
         if accepted.holder:  # announced by the turn, with its meter: one layer message
-            lease = control.TurnLease(sid, accepted.holder)
+            lease = SessionLease(sid, accepted.holder)
             await lease.start()
             runner.ready.append(Unit("turn", lease, accepted.prepared, stored, reply=reply))
         else:
@@ -116,13 +119,13 @@ class Gateway:
         user_id: int | None = None,
     ) -> None:
         runner = self.runner(session_id)
-        if compaction.is_compacting_here(session_id) or runner.compaction_asked:
+        if runner.compacting or runner.compaction_asked:
             await _safe_reply(reply, _skipped(session_id))
             return
         job = CompactJob(
             session_id, instructions, reply, up_to=up_to, preview=preview, user_id=user_id
         )
-        lease = await control.try_acquire(session_id, control.COMPACT)
+        lease = await SessionLease.aacquire(session_id, COMPACT)
         if lease is None and await control.compaction_elsewhere(session_id):
             await _safe_reply(reply, _skipped(session_id))
             return
@@ -138,7 +141,7 @@ class Gateway:
 
     async def submit_retry(self, *, session_id: str, reply: Reply) -> None:
         """Run the last failed or stopped turn again; refused while work runs."""
-        lease = await control.try_acquire(session_id, control.TURN)
+        lease = await SessionLease.aacquire(session_id, TURN)
         if lease is None:
             busy = ErrorEvent(wire_text("turn_in_progress"), "turn_in_progress", session_id)
             await _safe_reply(reply, busy)
@@ -172,10 +175,10 @@ class Gateway:
                 finally:
                     # released first, then the queue is looked at: a message stored
                     # meanwhile is either seen there or takes the lease itself
-                    looked = await unit.lease.release()
+                    looked = await control.release_and_look(unit.lease)
         finally:
             for unit in runner.ready:  # only when this task was cancelled
-                await unit.lease.release()
+                await unit.lease.arelease()
             if self._runners.get(runner.session_id) is runner:
                 del self._runners[runner.session_id]
 
@@ -203,15 +206,15 @@ class Gateway:
             if job is None and since is None:
                 return None
             compact_first = job is not None and (since is None or job.at <= since.timestamp())
-            kind = control.COMPACT if compact_first else control.TURN
-            lease = await control.try_acquire(sid, kind)
+            kind = COMPACT if compact_first else TURN
+            lease = await SessionLease.aacquire(sid, kind)
             if lease is not None:
                 await lease.start()
                 if compact_first and job is not None:
                     runner.waiting.popleft()
                     return Unit("compact", lease, job=job, reply=job.reply)
                 return Unit("turn", lease)
-            expiry = await control.lease_expiry(sid)
+            expiry = await control.lease_expires_at(sid)
             wait = 0.05 if expiry is None else (expiry - timezone.now()).total_seconds() + 0.05
             if job is not None:
                 wait = min(wait, POLL_SECONDS)
@@ -225,8 +228,11 @@ class Gateway:
         lease = unit.lease
         if unit.kind == "compact":
             assert unit.job is not None
-            runner.compaction_asked = False
-            await _manual_compaction(unit.job, lease)
+            runner.compaction_asked, runner.compacting = False, True
+            try:
+                await _manual_compaction(unit.job, lease)
+            finally:
+                runner.compacting = False
             return
         prepared, opening = unit.prepared, unit.opening
         if unit.kind == "retry":
@@ -244,21 +250,18 @@ class Gateway:
         await turn.ChatTurn(prepared, lease, opening).run()
 
 
-async def _manual_compaction(job: CompactJob, lease: control.TurnLease) -> None:
+async def _manual_compaction(job: CompactJob, lease: SessionLease) -> None:
     """A ``compact`` frame's compaction (or, with ``preview``, its summary kept as a
-    preview), under the turn lease (a chat sent meanwhile is queued). A stop ends it at
-    once: the worker thread writes nothing after the cancel."""
-    task = asyncio.ensure_future(
-        compaction.acompact(
-            job.session_id,
-            reason="manual",
-            instructions=job.instructions,
-            cancel=lease.stop.cancel,
-            up_to=job.up_to,
-            keep=preview.keeper(created_by=job.user_id) if job.preview else None,
+    preview), under the session's lease (a chat sent meanwhile is queued). A stop ends it
+    at once: its thread writes nothing after the stop."""
+    if job.preview:
+        request = preview.preview_request(
+            job.session_id, created_by=job.user_id, instructions=job.instructions, up_to=job.up_to
         )
-    )
-    stop = asyncio.ensure_future(lease.stop.event.wait())
+    else:
+        request = CompactionRequest(job.session_id, instructions=job.instructions, up_to=job.up_to)
+    task = asyncio.ensure_future(acompact(request, lease=lease))
+    stop = asyncio.ensure_future(lease.stop.wait())
     try:
         await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -269,7 +272,6 @@ async def _manual_compaction(job: CompactJob, lease: control.TurnLease) -> None:
     outcome = None if task.cancelled() else task.result()
     if outcome is not None and outcome.status == "skipped":
         await _safe_reply(job.reply, _skipped(job.session_id))
-    await apublish(job.session_id, await turn.read_token_update(job.session_id))
 
 
 def _skipped(session_id: str) -> CompactionSkipped:

@@ -29,6 +29,7 @@ from channels.db import database_sync_to_async
 from agents import runtime, services
 from agents.access import SessionNotFound, agent_for_user, session_for_user
 from agents.broadcast import apublish
+from agents.event_records import EventRecord
 from agents.events import (
     CompactionSuggested,
     Delta,
@@ -40,25 +41,27 @@ from agents.events import (
     TokenUpdate,
     TurnDone,
 )
+from agents.leases import SessionLease
 from agents.llm_channels import channel_config
 from agents.message_format import message_to_json
 from agents.meter import (
     VisibleTokens,
+    context_reading,
     context_window,
     meter_read,
     system_prompt_tokens,
     visible_tokens,
     visible_tokens_of,
 )
-from agents.models import ChatSession, Role
+from agents.models import SYSTEM_TYPE_TURN, ChatSession, Role
 from agents.reasons import TurnFailure, wire_text
 from agents.selectors import llm_history_load, model_visible, retryable_turn_event
 from agents.tools import TodoStore, ToolRegistry
-from chat.control import TurnLease
-from chat.turn_tools import context_reading, turn_registry
+from agents.tools.catalog import turn_registry
 from compaction import background
-from compaction import service as compaction
 from compaction.context import llm_context_for_session
+from compaction.request import CompactionRequest
+from compaction.run import acompact
 from compaction.trigger import auto_compaction_due, compaction_suggest
 from condense.types import Message, ToolCall, tool_calls_to_json
 from llm import ToolSpec, get_provider
@@ -170,9 +173,7 @@ def _accept_chat(
     if refusal is not None:  # stored, it would wait to be sent beside the next message
         return AcceptedChat(sid, (), refusal=refusal)
     touch = services.session_touch(session=session, content=content)
-    if services.turn_lease_acquire(
-        session_id=session.pk, holder=holder, seconds=seconds, also=touch
-    ):
+    if services.lease_acquire(session_id=session.pk, holder=holder, seconds=seconds, also=touch):
         renamed = services.session_touched(session=session, changes=touch)
         released = services.turn_start(session=session)
         stored = services.user_message_append(session=session, content=content, touched=True)
@@ -182,7 +183,7 @@ def _accept_chat(
         session=session, content=content, queued=True, touched=True
     )
     renamed = services.session_touch_save(session=session, content=content)
-    if services.turn_lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
+    if services.lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
         released = services.turn_start(session=session)
         return AcceptedChat(sid, _json(released), holder, _prepare(session), renamed=renamed)
     return AcceptedChat(sid, _json([queued]), renamed=renamed)
@@ -273,7 +274,7 @@ def _between_steps(session_id: str, holder: str, visible: VisibleTokens | None) 
     asks the database). A long tool loop can cross the threshold mid-turn: mode ``ask``
     says so then, not only at the next user message."""
     session = _load_session(session_id)
-    if holder and session.turn_stop_holder == holder:
+    if holder and session.lease_stop_holder == holder:
         return StepCheck(stop=True)
     reading = meter_read(session=session, visible=visible)
     if background.preparation_due(session=session, reading=reading):
@@ -289,15 +290,6 @@ def _between_steps(session_id: str, holder: str, visible: VisibleTokens | None) 
             session=session, reading=reading, visible_count=visible_count
         ),
     )
-
-
-def token_update_now(session_id: str) -> TokenUpdate:
-    """The token bar's reading with its breakdown, for a change made outside a turn (a
-    compaction, an undo): only this layer knows the tools a turn sends."""
-    return TokenUpdate.of(session_id, context_reading(session=_load_session(session_id)))
-
-
-read_token_update = database_sync_to_async(token_update_now)
 
 
 @database_sync_to_async
@@ -369,7 +361,10 @@ def _store_stopped(
             )
         )
     record = services.turn_event_append(
-        session=session, status="stopped", reason="stopped", error=wire_text("stopped"), payload={}
+        session=session,
+        record=EventRecord(
+            SYSTEM_TYPE_TURN, "stopped", reason="stopped", error=wire_text("stopped")
+        ),
     )
     return [message_to_json(m) for m in [*stored, record]]
 
@@ -390,22 +385,23 @@ def _store_failure(
     error = found.wire_text()
     record = services.turn_event_append(
         session=session,
-        status="failed",
-        reason=found.reason,
-        error=error,
-        payload={
-            "httpStatus": found.status,
-            "detail": found.detail,
-            "channel": found.channel,
-            "model": found.model,
-        },
+        record=EventRecord(
+            SYSTEM_TYPE_TURN,
+            "failed",
+            reason=found.reason,
+            error=error,
+            http_status=found.status,
+            detail=found.detail,
+            channel=found.channel,
+            model=found.model,
+        ),
     )
     return message_to_json(record), found, error
 
 
 @database_sync_to_async
 def _save_todos(session: ChatSession, items: list[dict[str, Any]]) -> None:
-    ChatSession.objects.filter(pk=session.pk).update(todos=items)
+    services.session_todos_save(session=session, todos=items)
 
 
 class TurnStopped(Exception):
@@ -423,7 +419,7 @@ class ChatTurn:
     def __init__(
         self,
         prepared: PreparedTurn,
-        lease: TurnLease,
+        lease: SessionLease,
         opening: tuple[ServerEvent, ...] = (),
     ) -> None:
         self.prepared = prepared
@@ -453,7 +449,7 @@ class ChatTurn:
             await apublish(sid, *self.opening, prepared.refusal, TurnDone(sid))
             return
         body = asyncio.ensure_future(self._body())
-        stop = asyncio.ensure_future(self.stop.event.wait())
+        stop = asyncio.ensure_future(self.stop.wait())
         try:
             await asyncio.wait({body, stop}, return_when=asyncio.FIRST_COMPLETED)
             if not body.done():  # stopped: cut the model's stream or the tool call now,
@@ -517,7 +513,7 @@ class ChatTurn:
         meter, messages = prepared.meter, prepared.messages
         if prepared.compact_first:
             await self._publish_opening()
-            await compaction.acompact(self.session_id, reason="auto", cancel=self.stop.cancel)
+            await acompact(CompactionRequest(self.session_id, reason="auto"), lease=self.lease)
             after = await _read_after_compaction(self.session_id)
             self.session, self.visible = after.session, after.visible
             meter, messages = after.meter, after.context
@@ -556,8 +552,8 @@ class ChatTurn:
         """The provider said the context is too long for it: compact (whatever our own
         estimate says) and run the turn once more; a second refusal fails the turn."""
         self.failure = None
-        outcome = await compaction.acompact(
-            self.session_id, reason="auto", force=True, cancel=self.stop.cancel
+        outcome = await acompact(
+            CompactionRequest(self.session_id, reason="auto", force=True), lease=self.lease
         )
         messages = await self._after_compaction()
         if outcome.status != "done":
@@ -578,18 +574,18 @@ class ChatTurn:
                 await apublish(self.session_id, check.suggestion)
         if self.auto_compaction_failed or not check.compaction_due:
             return messages
-        outcome = await compaction.acompact(self.session_id, reason="auto", cancel=self.stop.cancel)
+        outcome = await acompact(
+            CompactionRequest(self.session_id, reason="auto"), lease=self.lease
+        )
         self.auto_compaction_failed = outcome.status != "done"
         context = await self._after_compaction()
         return list(context) if outcome.status == "done" else messages
 
     async def _after_compaction(self) -> tuple[Message, ...]:
-        """Read the session again (a compaction moved its counters), publish the meter, and
-        return the context as it now is."""
+        """Read the session again (a compaction moved its counters; it published the token
+        bar itself) and return the context as it now is."""
         after = await _read_after_compaction(self.session_id)
         self.session, self.visible = after.session, after.visible
-        async with self._writes():
-            await apublish(self.session_id, after.meter)
         return after.context
 
     async def on_runtime_event(self, event: runtime.RuntimeEvent) -> None:

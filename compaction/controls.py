@@ -17,13 +17,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from agents import services
 from agents.broadcast import publish
 from agents.events import MessageUpdated
 from agents.history_pages import message_for_session
 from agents.message_format import message_to_json
+from agents.meter import publish_meter
 from agents.models import ChatSession, CompactionRecord, Message, Role
-from agents.services import message_estimate
-from agents.storable import storable_text
 from compaction import records
 
 SUMMARY_MAX_CHARS = 200_000
@@ -35,11 +35,6 @@ class EditRefused(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def stored_estimate(message: Message) -> int:
-    """A stored message's token estimate, as it is computed on insert."""
-    return message_estimate(message.role, message.content, message.tool_calls or ())
 
 
 def _pair(message: Message) -> list[Message]:
@@ -84,23 +79,13 @@ def _siblings(calls: list[Message], message: Message) -> list[Message]:
 def message_pin(*, session: ChatSession, message_id: int, pinned: bool) -> list[Message]:
     """Pin or unpin one message of the session (``MessageNotFound`` when it is not one);
     returns every message that changed (a pin may bring originals back). Announced as
-    ``message_updated`` after the commit."""
+    ``message_updated``, then the token bar, after the commit."""
     with transaction.atomic():
         message = message_for_session(session=session, message_id=message_id)
+        services.message_pin_set(message=message, pinned=pinned)
         changed = [message]
-        message.pinned = pinned
-        fields = ["pinned"]
-        if pinned and message.pruned_at is not None:
-            message.pruned_at = None
-            message.token_estimate = stored_estimate(message)
-            fields += ["pruned_at", "token_estimate"]
-        message.save(update_fields=fields)
         if pinned and message.compacted_at is not None and not message.is_compaction_summary:
-            back = _pair(message)
-            Message.objects.filter(pk__in=[m.pk for m in back]).update(compacted_at=None)
-            changed = [
-                *Message.objects.filter(pk__in=[m.pk for m in back]).order_by("position", "id")
-            ]
+            changed = services.messages_restore(session=session, ids=[m.pk for m in _pair(message)])
         _announce_after_commit(session, changed)
     return changed
 
@@ -109,7 +94,6 @@ def summary_edit(*, session: ChatSession, message_id: int, content: str, editor:
     """Rewrite a summary still in effect; the edit (who, when, the text before) goes into
     its compaction's audit record (or, for a summary older than the records, its own
     metadata)."""
-    text = storable_text(content)
     with transaction.atomic():
         summary = message_for_session(session=session, message_id=message_id)
         if not summary.is_compaction_summary:
@@ -118,24 +102,19 @@ def summary_edit(*, session: ChatSession, message_id: int, content: str, editor:
             raise EditRefused("summary_not_active")
         now = timezone.now()
         edit = records.edit_entry(editor=editor, previous=summary.content, at=now)
-        summary.content = text
-        summary.token_estimate = stored_estimate(summary)
-        summary.metadata = {
-            **(summary.metadata or {}),
-            "edited": True,
-            "editedAt": now.isoformat(),
-        }
         record = (
             CompactionRecord.objects.select_for_update()
             .filter(Q(summary_message=summary), session=session)
             .first()
         )
+        if record is None:
+            summary.metadata = {
+                **(summary.metadata or {}),
+                "edits": [*(summary.metadata or {}).get("edits", []), edit],
+            }
+        services.summary_rewrite(summary=summary, content=content, edited_at=now)
         if record is not None:
-            record.edits = [*(record.edits or []), edit]
-            record.save(update_fields=["edits"])
-        else:
-            summary.metadata["edits"] = [*summary.metadata.get("edits", []), edit]
-        summary.save(update_fields=["content", "token_estimate", "metadata"])
+            records.record_edit(record, edit)
         _announce_after_commit(session, [summary])
     return summary
 
@@ -145,7 +124,7 @@ def _announce_after_commit(session: ChatSession, messages: list[Message]) -> Non
     payloads = [message_to_json(m) for m in messages]
 
     def announce() -> None:
-        for payload in payloads:
-            publish(sid, MessageUpdated(sid, payload))
+        publish(sid, *(MessageUpdated(sid, payload) for payload in payloads))
+        publish_meter(sid)
 
     transaction.on_commit(announce)

@@ -4,7 +4,7 @@ applying").
 A manual compaction asked for with ``preview`` runs exactly as ``/compact`` does — the
 lease and its in-progress rule, ``compaction_start`` and ``compaction_progress``, the
 auxiliary model, the standing instructions and focus, ``upTo`` — up to its summary; then,
-instead of the write-back (``CompactionService.compact(keep=…)``), the result is kept as a
+instead of the write-back (``CompactionRequest.keep``), the result is kept as a
 ``CompactionPreview`` and announced as ``compaction_preview``. The history is untouched.
 
 Accepting it — the summary as written, or edited — applies exactly that summary to exactly
@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 import condense as core
@@ -41,22 +41,13 @@ from agents.models import ChatSession, CompactionPreview, CompactionRecord
 from agents.reasons import wire_text
 from agents.storable import storable_text
 from compaction import records
-from compaction.context import (
-    UpToNotFound,
-    compaction_input,
-    history_fingerprint,
-    still_starts_with,
-)
-from compaction.lease import held_lease
-from compaction.service import (
-    CompactionCancelled,
-    CompactionOutcome,
-    CompactionService,
-    Keep,
-    Summarized,
-    acompact,
-    end_lease_for_write,
-)
+from compaction.context import CompactionInput, history_fingerprint, still_starts_with
+from compaction.outcome import CompactionFailure, CompactionOutcome
+from compaction.planning import Planned
+from compaction.request import CompactionRequest, CompactionRun, Given, Keep
+from compaction.run import acompact, compact
+from compaction.storing import end_compacting
+from compaction.summarizing import Summarized
 
 logger = logging.getLogger(__name__)
 
@@ -89,48 +80,67 @@ class PreviewRefused(Exception):
 
 
 def keeper(*, created_by: int | None) -> Keep:
-    """The service's ``keep``: store the summarized result as the session's preview
-    (replacing any other) in the transaction that ends the lease; announce it after the
-    commit."""
+    """A run's ``keep``: store the summarized result as the session's preview (replacing
+    any other) in the transaction that ends the compaction; announce it after the commit."""
 
-    def keep(s: Summarized) -> CompactionOutcome:
-        result = s.result
-        sid = str(s.session.pk)
+    def keep(run: CompactionRun, planned: Planned, summarized: Summarized) -> CompactionOutcome:
+        result, counted = summarized.result, summarized.counted
+        sid = run.session_id
         content = result.summary_message.content if result.summary_message else ""
         with transaction.atomic():
-            end_lease_for_write(s.session, s.lease, s.cancel)
-            for old in CompactionPreview.objects.select_for_update().filter(session=s.session):
+            end_compacting(run)
+            for old in CompactionPreview.objects.select_for_update().filter(session=run.session):
                 _close(old, EXPIRED if _expired(old) else REPLACED)
             row = CompactionPreview.objects.create(
-                session=s.session,
+                session=run.session,
                 created_by_id=created_by,
                 summary=storable_text(content),
-                fingerprint=history_fingerprint(s.messages),
-                instructions=s.audit.instructions,
-                up_to_message_id=s.audit.up_to,
-                tokens_before=s.tokens_before,
-                tokens_after=s.tokens_after,
-                result=_result_json(result, s.chain_depth),
-                audit=_audit_json(s.audit),
+                fingerprint=history_fingerprint(planned.source.messages),
+                instructions=run.audit.instructions,
+                up_to_message_id=run.audit.up_to,
+                tokens_before=counted.before,
+                tokens_after=counted.after,
+                result=_result_json(result, summarized.chain_depth),
+                audit=_audit_json(run.audit),
             )
             event = CompactionPreviewReady(
                 session_id=sid,
                 preview_id=row.pk,
                 summary=core.summary_body(row.summary),
                 removed_count=len(result.summarized_ids),
-                tokens_before=s.tokens_before,
-                tokens_after=s.tokens_after,
+                tokens_before=counted.before,
+                tokens_after=counted.after,
             )
             transaction.on_commit(lambda: publish(sid, event))
         return CompactionOutcome(
             status="previewed",
             removed_count=event.removed_count,
-            tokens_before=s.tokens_before,
-            tokens_after=s.tokens_after,
+            tokens_before=counted.before,
+            tokens_after=counted.after,
             event=event,
         )
 
     return keep
+
+
+def preview_request(
+    session_id: str,
+    *,
+    created_by: int | None,
+    instructions: str | None = None,
+    up_to: int | None = None,
+    trigger: str | None = None,
+) -> CompactionRequest:
+    """A manual compaction up to its summary, kept as a preview (outcome ``previewed``,
+    ``event`` the ``CompactionPreviewReady``); any other ending is the compaction's."""
+    return CompactionRequest(
+        session_id=str(session_id),
+        reason="manual",
+        instructions=instructions,
+        trigger=trigger,
+        up_to=up_to,
+        keep=keeper(created_by=created_by),
+    )
 
 
 def compaction_preview(
@@ -141,15 +151,14 @@ def compaction_preview(
     up_to: int | None = None,
     trigger: str | None = None,
 ) -> CompactionOutcome:
-    """A manual compaction up to its summary, kept as a preview (status ``previewed``,
-    ``event`` the ``CompactionPreviewReady``); any other ending is the compaction's."""
-    return CompactionService().compact(
-        session=session,
-        reason="manual",
-        instructions=instructions,
-        trigger=trigger,
-        up_to=up_to,
-        keep=keeper(created_by=created_by),
+    return compact(
+        preview_request(
+            str(session.pk),
+            created_by=created_by,
+            instructions=instructions,
+            up_to=up_to,
+            trigger=trigger,
+        )
     )
 
 
@@ -161,14 +170,15 @@ async def apreview(
     up_to: int | None = None,
     trigger: str | None = None,
 ) -> CompactionOutcome:
-    """``compaction_preview`` from async code (a worker thread, as ``acompact``)."""
+    """``compaction_preview`` from async code (a thread of its own, as ``acompact``)."""
     return await acompact(
-        session_id,
-        reason="manual",
-        instructions=instructions,
-        trigger=trigger,
-        up_to=up_to,
-        keep=keeper(created_by=created_by),
+        preview_request(
+            session_id,
+            created_by=created_by,
+            instructions=instructions,
+            up_to=up_to,
+            trigger=trigger,
+        )
     )
 
 
@@ -292,6 +302,10 @@ def _summary(preview: CompactionPreview, text: str | None, editor: Any) -> _Summ
     return _Summary(content, edit)
 
 
+def _ids(result: dict[str, Any], key: str) -> tuple[int, ...]:
+    return tuple(int(i) for i in result.get(key, ()))
+
+
 def _applied_result(
     preview: CompactionPreview, content: str, messages: Sequence[core.Message]
 ) -> core.CompactionResult:
@@ -300,13 +314,10 @@ def _applied_result(
     against): every message now given to the core but the summarized ones, pruned outputs as
     their placeholder, and the summary."""
     r = preview.result
-    summarized = tuple(int(i) for i in r.get("summarizedIds", ()))
-    pruned = tuple(int(i) for i in r.get("prunedIds", ()))
-    summary = (
-        core.Message(role="user", content=content, is_summary=True)
-        if r.get("hasSummary", True) and content
-        else None
-    )
+    summarized, pruned = _ids(r, "summarizedIds"), _ids(r, "prunedIds")
+    summary = None
+    if r.get("hasSummary", True) and content:
+        summary = core.Message(role="user", content=content, is_summary=True)
     gone, dim = set(summarized), set(pruned)
     kept = [
         replace(m, content=core.PRUNED_TOOL_PLACEHOLDER) if m.id in dim else m
@@ -324,9 +335,9 @@ def _applied_result(
         pruned_ids=pruned,
         requests=tuple(core.SummaryRequest(**q) for q in r.get("requests", ())),
         language=r.get("language", "en"),
-        anchored_ids=tuple(int(i) for i in r.get("anchoredIds", ())),
-        pinned_ids=tuple(int(i) for i in r.get("pinnedIds", ())),
-        folded_summary_ids=tuple(int(i) for i in r.get("foldedSummaryIds", ())),
+        anchored_ids=_ids(r, "anchoredIds"),
+        pinned_ids=_ids(r, "pinnedIds"),
+        folded_summary_ids=_ids(r, "foldedSummaryIds"),
         regrounded=bool(r.get("regrounded", False)),
     )
 
@@ -338,48 +349,37 @@ def preview_accept(
 
     Raises ``PreviewNotFound``, or ``PreviewRefused`` with nothing written: the history it
     was made from changed (``history_changed``), a compaction runs (``in_progress``), a
-    stop took the lease back (``cancelled``) or the database failed (``storage_error``).
-    The events (``message``, ``compaction_done``) go out after the commit; the token bar's
-    reading is the caller's to publish (``chat.turn.token_update_now``)."""
+    stop cancelled it (``cancelled``) or the database failed (``storage_error``). The
+    events (``message``, ``compaction_done``, the token bar) go out after the commit."""
     preview = preview_for_session(session=session, preview_id=preview_id)
     chosen = _summary(preview, summary, editor)
-    with held_lease(session) as lease:
-        if lease is None:
-            raise PreviewRefused("in_progress")
-        try:
-            source = compaction_input(session, up_to=preview.up_to_message_id)
-        except UpToNotFound:
-            raise PreviewRefused("history_changed") from None
+
+    def result_for(source: CompactionInput) -> core.CompactionResult:
         if not still_starts_with(source.messages, preview.fingerprint):
-            raise PreviewRefused("history_changed")
-        result = _applied_result(preview, chosen.content, source.messages)
+            raise services.SpanChanged("the history the preview was made from changed")
+        return _applied_result(preview, chosen.content, source.messages)
 
-        def on_record(record: CompactionRecord) -> None:
-            deleted, _ = CompactionPreview.objects.filter(pk=preview.pk).delete()
-            if not deleted:  # applied or discarded meanwhile: this write-back rolls back
-                raise services.SpanChanged("the preview is gone")
-            CompactionRecord.objects.filter(pk=record.pk).update(
-                reason=PREVIEWED, edits=[chosen.edit] if chosen.edit else []
-            )
+    def on_record(record: CompactionRecord) -> None:
+        deleted, _ = CompactionPreview.objects.filter(pk=preview.pk).delete()
+        if not deleted:  # applied or discarded meanwhile: this write-back rolls back
+            raise services.SpanChanged("the preview is gone")
+        records.record_reason_and_edits(
+            record, reason=PREVIEWED, edits=[chosen.edit] if chosen.edit else []
+        )
 
-        try:
-            return CompactionService().write_back(
-                session=session,
-                reason="manual",
-                result=result,
-                lease=lease,
-                chain_depth=int(preview.result.get("chainDepth", 1)),
-                audit=_audit(preview),
-                source=source,
-                on_record=on_record,
-            )
-        except services.SpanChanged:
-            raise PreviewRefused("history_changed") from None
-        except CompactionCancelled:
-            raise PreviewRefused("cancelled") from None
-        except DatabaseError:
-            logger.exception("the preview of session %s could not be applied", session.pk)
-            raise PreviewRefused("storage_error") from None
+    given = Given(
+        result_for=result_for,
+        chain_depth=int(preview.result.get("chainDepth", 1)),
+        audit=_audit(preview),
+        on_record=on_record,
+    )
+    request = CompactionRequest(
+        session_id=str(session.pk), up_to=preview.up_to_message_id, given=given
+    )
+    try:
+        return compact(request)
+    except CompactionFailure as exc:
+        raise PreviewRefused(exc.reason) from None
 
 
 def preview_json(event: CompactionPreviewReady) -> dict[str, Any]:

@@ -156,10 +156,13 @@ def dropped_json(
     return [{"value": f.value, "kind": f.kind, "messageId": f.message_id} for f in facts]
 
 
-def link_event(event: Message, record: CompactionRecord) -> None:
-    """The bubble names its record (the page's undo button and drawer ask for it)."""
-    event.metadata = {**(event.metadata or {}), "compactionId": record.pk}
-    event.save(update_fields=["metadata"])
+def record_reason_and_edits(
+    record: CompactionRecord, *, reason: str, edits: list[dict[str, Any]]
+) -> None:
+    """A done record's reason and edits when they are known only once it is stored (an
+    accepted preview's)."""
+    CompactionRecord.objects.filter(pk=record.pk).update(reason=reason, edits=edits)
+    record.reason, record.edits = reason, edits
 
 
 def record_done(
@@ -211,6 +214,18 @@ def record_outcome(
         )
     except DatabaseError:
         return None
+
+
+def record_undone(record: CompactionRecord) -> None:
+    record.status = CompactionStatus.UNDONE
+    record.undone_at = timezone.now()
+    record.save(update_fields=["status", "undone_at"])
+
+
+def record_edit(record: CompactionRecord, edit: dict[str, Any]) -> None:
+    """One more hand edit of the record's summary, in its audit."""
+    record.edits = [*(record.edits or []), edit]
+    record.save(update_fields=["edits"])
 
 
 def records_for_session(*, session: ChatSession) -> QuerySet[CompactionRecord]:

@@ -8,9 +8,9 @@ language.
 
 from __future__ import annotations
 
-from django.utils import timezone
 from django.utils.translation import pgettext_lazy
 
+from agents import services
 from agents.events import CompactionSuggested, MeterReading, TokenUpdate
 from agents.models import ChatSession, CompactionMode
 
@@ -93,11 +93,8 @@ def compaction_suggest(
     compaction clears the mark (``agents.services.compaction_apply``), as does an undo."""
     if not compaction_suggestion_due(session=session, reading=reading, visible_count=visible_count):
         return None
-    now = timezone.now()
-    marked = ChatSession.objects.filter(pk=session.pk, compaction_suggested_at__isnull=True)
-    if not marked.update(compaction_suggested_at=now):
+    if not services.session_suggestion_mark(session=session):
         return None
-    session.compaction_suggested_at = now
     sid = str(session.pk)
     return CompactionSuggested(sid, TokenUpdate.of(sid, reading).to_json()["context"])
 

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 
 from channels.db import database_sync_to_async
 from django.db import transaction
-from django.utils import timezone
 
+from agents import services
 from agents.broadcast import publish
 from agents.events import CompactionUndone, ErrorEvent
-from agents.models import ChatSession, CompactionRecord, CompactionStatus, Message
+from agents.meter import publish_meter
+from agents.models import ChatSession, CompactionRecord
 from agents.reasons import wire_text
 from agents.selectors import compaction_running
 from compaction import records, trigger
-from compaction.controls import stored_estimate
 
 
 class UndoRefused(Exception):
@@ -65,60 +65,29 @@ def compaction_undo(*, session: ChatSession, record_id: int | None = None) -> Un
     """Undo the compaction of ``record_id`` (None: the latest one in effect).
 
     Raises ``RecordNotFound`` or ``UndoRefused``; announces ``compaction_undone`` and the
-    meter after the commit."""
+    token bar after the commit."""
     if compaction_running(session_id=session.pk):
         raise UndoRefused("in_progress")
-    now = timezone.now()
     with transaction.atomic():
         locked = ChatSession.objects.select_for_update().get(pk=session.pk)
         record = _target(locked, record_id)
-        restored: set[int] = set()
-        summary = record.summary_message
-        if summary is not None:
-            originals = Message.objects.filter(session=locked, compacted_into=summary)
-            restored.update(
-                originals.filter(compacted_at__isnull=False).values_list("pk", flat=True)
-            )
-            originals.update(compacted_at=None, compacted_into=None)
-            summary.compacted_at = now
-            summary.metadata = {**(summary.metadata or {}), "undone": True}
-            summary.save(update_fields=["compacted_at", "metadata"])
-        pruned = list(
-            Message.objects.filter(
-                session=locked, pk__in=record.pruned_ids or [], pruned_at__isnull=False
-            )
-        )
-        for message in pruned:
-            message.pruned_at = None
-            message.token_estimate = stored_estimate(message)
-        Message.objects.bulk_update(pruned, ["pruned_at", "token_estimate"])
-        restored.update(m.pk for m in pruned)
-        record.status = CompactionStatus.UNDONE
-        record.undone_at = now
-        record.save(update_fields=["status", "undone_at"])
-        if record.event_message is not None:
-            bubble = record.event_message
-            bubble.metadata = {**(bubble.metadata or {}), "undone": True}
-            bubble.save(update_fields=["metadata"])
-        ChatSession.objects.filter(pk=locked.pk).update(
-            compaction_count=max(0, locked.compaction_count - 1),
-            # the provider's last figure counted the compacted context: the meter estimates
-            # again, with the ratio the compaction kept (``token_calibration``)
-            last_input_tokens=None,
-            last_input_position=None,
-            compaction_suggested_at=None,
-            auto_compaction_paused_reason=trigger.pause_after_undo(
+        restored = services.compaction_revert(
+            session=locked,
+            summary=record.summary_message,
+            pruned_ids=record.pruned_ids or [],
+            bubble=record.event_message,
+            paused_reason=trigger.pause_after_undo(
                 trigger=record.trigger, current=locked.auto_compaction_paused_reason
             ),
         )
+        records.record_undone(record)
         outcome = UndoOutcome(record.pk, record.summary_message_id, len(restored))
         transaction.on_commit(lambda: _announce(str(session.pk), outcome))
     return outcome
 
 
 def _announce(session_id: str, outcome: UndoOutcome) -> None:
-    """The event; the token bar's reading (with its breakdown, which needs the turn's tools)
-    is the caller's to publish (``chat.turn.token_update_now``)."""
+    """The event, then the token bar's new reading."""
     publish(
         session_id,
         CompactionUndone(
@@ -128,6 +97,7 @@ def _announce(session_id: str, outcome: UndoOutcome) -> None:
             compaction_id=outcome.record_id,
         ),
     )
+    publish_meter(session_id)
 
 
 @database_sync_to_async

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 PRODUCT_PRELOAD = (
     "llm.openai_adapter",
     "llm.anthropic_adapter",
-    "compaction.service",
+    "compaction.run",
 )
 
 

@@ -21,4 +21,9 @@ class RecallConfig(AppConfig):
     verbose_name = _("Recall of compacted history")
 
     def ready(self) -> None:
+        # the recall tools need the app registry (their models): imported here
+        from agents.tools.catalog import register_session_tools
+        from recall.tools import recall_tools
+
         post_migrate.connect(_restore_triggers, sender=self, dispatch_uid="recall_triggers")
+        register_session_tools(recall_tools)  # every turn binds them, the meter counts them

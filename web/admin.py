@@ -12,7 +12,8 @@ from django.utils.translation import gettext_lazy as _
 from agents import configuration, services
 from agents.auxiliary import default_auxiliary_settle
 from agents.models import Agent, ChatSession, CompactionRecord, Message, ModelChannel
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from system.models import DictInfo, DictType
 
 
@@ -142,8 +143,9 @@ class ChatSessionAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
         "compaction_count",
-        "compaction_lease_holder",
-        "compaction_lease_expires_at",
+        "lease_holder",
+        "lease_expires_at",
+        "compacting_holder",
         "last_input_tokens",
         "last_input_position",
         "total_input_tokens",
@@ -156,11 +158,8 @@ class ChatSessionAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Compact the selected sessions now"))
     def compact_selected(self, request: Any, queryset: Any) -> None:
-        service = CompactionService()
-        for session in queryset.select_related(
-            "agent__model_channel", "agent__auxiliary_model_channel"
-        ):
-            outcome = service.compact(session=session, reason="manual")
+        for session in queryset:
+            outcome = compact(CompactionRequest(str(session.pk), trigger="manual"))
             if outcome.status == "done":
                 self.message_user(
                     request,

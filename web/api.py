@@ -56,7 +56,6 @@ from agents.access import (
     sessions_for_user,
 )
 from agents.auxiliary import default_auxiliary_set
-from agents.broadcast import apublish
 from agents.channel_check import channel_test
 from agents.events import CompactionPreviewReady
 from agents.history_pages import MessageNotFound, history_page, message_for_session
@@ -64,9 +63,9 @@ from agents.message_format import message_to_json
 from agents.models import Agent, ChatSession, ModelChannel
 from agents.selectors import HISTORY_VIEWS, HistoryView
 from agents.services import session_create, session_delete, session_rename
-from chat.turn import read_token_update
 from compaction import preview as compaction_preview
-from compaction import service as compaction
+from compaction.request import CompactionRequest
+from compaction.run import acompact
 from system import dictionary
 from system.models import DictInfo
 from web.accounts import lockout_body
@@ -547,14 +546,14 @@ async def session_compact(request: HttpRequest, session_id: str) -> HttpResponse
             up_to=checked.up_to,
         )
     else:
-        outcome = await compaction.acompact(
-            checked.session_id,
-            reason="manual",
-            instructions=checked.instructions,
-            trigger="api",
-            up_to=checked.up_to,
+        outcome = await acompact(
+            CompactionRequest(
+                checked.session_id,
+                instructions=checked.instructions,
+                trigger="api",
+                up_to=checked.up_to,
+            )
         )
-    await apublish(checked.session_id, await read_token_update(checked.session_id))
     if outcome.status == "previewed" and isinstance(outcome.event, CompactionPreviewReady):
         return gate.respond(Response(compaction_preview.preview_json(outcome.event)))
     return gate.respond(_outcome_response(outcome))

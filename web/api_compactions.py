@@ -13,11 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents import reasons
-from agents.broadcast import publish
 from agents.history_pages import MessageNotFound, message_for_session
 from agents.message_format import message_to_json
 from agents.models import ChatSession, CompactionRecord
-from chat.turn import token_update_now
 from compaction import records
 from compaction.controls import SUMMARY_MAX_CHARS, EditRefused, message_pin, summary_edit
 from compaction.preview import (
@@ -108,7 +106,6 @@ class SessionCompactionUndoView(ApiView):
             raise exceptions.NotFound(_("No such compaction.")) from exc
         except UndoRefused as exc:
             return _refusal(exc.reason)
-        publish(session.pk, token_update_now(str(session.pk)))
         return Response({"restoredCount": outcome.restored_count})
 
 
@@ -142,7 +139,6 @@ class SessionMessageView(SessionMessageDetailView):
                 )
             if "pinned" in data:
                 message_pin(session=session, message_id=message_id, pinned=data["pinned"])
-                publish(session.pk, token_update_now(str(session.pk)))
             message = message_for_session(session=session, message_id=message_id)
         except MessageNotFound as exc:
             raise exceptions.NotFound(_("No such message.")) from exc
@@ -232,5 +228,4 @@ class SessionCompactionPreviewAcceptView(ApiView):
             raise _preview_gone() from exc
         except PreviewRefused as exc:
             return _refusal(exc.reason)
-        publish(session.pk, token_update_now(str(session.pk)))
         return _outcome_response(outcome)

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agents.events import TokenUpdate
-from chat.turn_tools import context_reading
+from agents.meter import context_reading
 from web.api import SESSION_ID, ApiView, _own_session
 from web.serializers import ErrorSerializer
 

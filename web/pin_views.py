@@ -16,12 +16,11 @@ from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from agents.broadcast import publish
 from agents.events import MeterReading
 from agents.history_pages import MessageNotFound
 from agents.message_format import message_to_json
+from agents.meter import token_update
 from agents.models import ChatSession
-from chat.turn import token_update_now
 from compaction.controls import message_pin
 from web.page_access import HtmxHttpRequest, own_session
 from web.presentation import MeterView, message_view
@@ -52,9 +51,8 @@ def message_pin_toggle(
         changed = message_pin(session=session, message_id=message_id, pinned=pinned)
     except MessageNotFound as exc:
         raise Http404(_("No such message.")) from exc
-    # every tab's meter: pins move tokens between the breakdown's parts
-    update = token_update_now(str(session.pk))
-    publish(session.pk, update)
+    # this page's meter (every tab's was published): pins move tokens between its parts
+    update = token_update(str(session.pk))
     if not request.htmx:
         return redirect("chat:session", session_id=session.pk)
     target = next(m for m in changed if m.pk == message_id)

@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 from django.utils.translation import gettext_lazy
 
+from agents.event_records import EventRecord
 from agents.events import MeterReading
-from agents.models import ModelChannel
+from agents.models import SYSTEM_TYPE_TURN, ModelChannel
 from agents.reasons import TurnFailure, user_text
-from agents.services import SYSTEM_TYPE_COMPACTION, SYSTEM_TYPE_TURN
 from compaction.trigger import pause_label
 
 MessageKind = Literal["user", "assistant", "tool", "summary", "event", "system"]
@@ -131,57 +131,39 @@ def _optional_int(value: Any) -> int | None:
     return None if value is None else _int(value)
 
 
-def _first(data: dict[str, Any], *keys: str) -> Any:
-    for key in keys:
-        if data.get(key) is not None:
-            return data[key]
-    return None
-
-
 def saved_percent(tokens_before: int | None, tokens_after: int | None) -> int:
     if not tokens_before or tokens_after is None or tokens_before <= 0:
         return 0
     return max(0, round(100 * (tokens_before - tokens_after) / tokens_before))
 
 
-def event_view(
-    metadata: dict[str, Any], *, fallback_error: str = "", status: str | None = None
-) -> EventView:
-    """Read an event record's metadata; camelCase (the wire's) or snake_case keys."""
-    system_type = str(metadata.get("systemType") or "")
-    raw_status = str(status or metadata.get("status") or metadata.get("event") or "").lower()
-    error = str(_first(metadata, "error", "errorMessage") or fallback_error or "")
-    resolved: Literal["done", "failed", "stopped", "other"]
-    if raw_status == "stopped":
-        resolved = "stopped"
-    elif raw_status in {"failed", "compaction_failed", "error"} or (not raw_status and error):
-        resolved = "failed"
-    elif raw_status in {"done", "compaction_done", "ok", "success"} or (
-        not raw_status and system_type == SYSTEM_TYPE_COMPACTION
-    ):
-        resolved = "done"
-    else:
-        resolved = "other"
-    before = _optional_int(_first(metadata, "tokensBefore", "tokens_before"))
-    after = _optional_int(_first(metadata, "tokensAfter", "tokens_after"))
+_SHOWN_STATUSES: dict[str, Literal["done", "failed", "stopped"]] = {
+    "done": "done",
+    "failed": "failed",
+    "stopped": "stopped",
+}
+
+
+def event_view(metadata: dict[str, Any], *, fallback_error: str = "") -> EventView:
+    """An event record's metadata as the page shows it (``agents.event_records``: one
+    shape, written and read by the same code)."""
+    record = EventRecord.from_metadata(metadata, fallback_error=fallback_error)
     return EventView(
-        system_type=system_type,
-        status=resolved,
-        removed_count=_int(_first(metadata, "removedCount", "removed_count")),
-        saved_percent=saved_percent(before, after),
-        tokens_before=before,
-        tokens_after=after,
-        error=error,
-        reason=str(metadata.get("reason") or ""),
-        summary_message_id=_optional_int(
-            _first(metadata, "summaryMessageId", "summary_message_id")
-        ),
-        http_status=str(metadata.get("httpStatus") or ""),
-        detail=str(metadata.get("detail") or ""),
-        channel=str(metadata.get("channel") or ""),
-        model=str(metadata.get("model") or ""),
-        compaction_id=_optional_int(_first(metadata, "compactionId", "compaction_id")),
-        undone=bool(metadata.get("undone")),
+        system_type=record.system_type,
+        status=_SHOWN_STATUSES.get(record.status, "other"),
+        removed_count=record.removed_count,
+        saved_percent=saved_percent(record.tokens_before, record.tokens_after),
+        tokens_before=record.tokens_before,
+        tokens_after=record.tokens_after,
+        error=record.error,
+        reason=record.reason,
+        summary_message_id=record.summary_message_id,
+        http_status=record.http_status,
+        detail=record.detail,
+        channel=record.channel,
+        model=record.model,
+        compaction_id=record.compaction_id,
+        undone=record.undone,
     )
 
 

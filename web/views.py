@@ -23,19 +23,18 @@ from agents.history_pages import (
     history_page,
     message_for_session,
 )
+from agents.leases import TURN, holder_kind
 from agents.message_format import message_to_json
-from agents.meter import VisibleTokens, meter_read
+from agents.meter import VisibleTokens, context_reading, meter_read
 from agents.models import Agent, ChatSession, ModelChannel
 from agents.selectors import (
     HistoryView,
     last_user_message_at,
+    lease_expiry,
     queued_messages,
-    turn_lease_expiry,
 )
 from agents.services import session_delete as session_delete_service
 from agents.services import session_rename as session_rename_service
-from chat.control import TURN, holder_kind
-from chat.turn_tools import context_reading
 from compaction.auxiliary import AuxiliaryError, resolve_channel
 from compaction.trigger import suggestion_standing
 from web.chat_forms import RenameChatForm
@@ -81,8 +80,8 @@ def _page_context(session: ChatSession, view: HistoryView, before_id: int | None
 
 
 def _turn_running(session: ChatSession) -> bool:
-    """A chat turn of the session runs now, in some process (its turn lease is held)."""
-    held = turn_lease_expiry(session_id=session.pk)
+    """A chat turn of the session runs now, in some process (it holds the lease)."""
+    held = lease_expiry(session_id=session.pk)
     return held is not None and holder_kind(held[0]) == TURN
 
 

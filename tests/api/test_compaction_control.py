@@ -8,7 +8,8 @@ import pytest
 from agents.models import Agent, CompactionRecord, Message
 from agents.selectors import llm_history_load
 from agents.services import messages_bulk_append
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Fail, Reply
 from tests.factories import make_agent
 from tests.support.api_clients import token_client
@@ -41,7 +42,7 @@ def compacted(llm_server):
     """A session of 40 turns, compacted once by hand; its owner's API client."""
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY, input_tokens=900, output_tokens=90))
     session = session_to_compact(llm_server)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert outcome.status == "done"
     return session, outcome, token_client(session.owner)
 
@@ -49,7 +50,7 @@ def compacted(llm_server):
 def test_the_records_are_listed_newest_first_as_the_contract_says(llm_server, compacted) -> None:
     session, outcome, api = compacted
     llm_server.enqueue(Fail(status=500, should_retry=False))
-    CompactionService().compact(session=session, reason="manual", trigger="command")
+    compact(CompactionRequest(str(session.pk), reason="manual", trigger="command"))
     response = api.get(f"/api/sessions/{session.pk}/compactions/")
     assert response.status_code == 200
     rows = response.json()
@@ -93,7 +94,7 @@ def test_undo_over_rest(llm_server, compacted) -> None:
     url = f"/api/sessions/{session.pk}/compactions/{{}}/undo/"
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     messages_bulk_append(session=session, rows=[{"role": "user", "content": "more " * 200}] * 10)
-    second = CompactionService().compact(session=session, reason="manual")
+    second = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert second.status == "done"
     refused = api.post(url.format(first.record_id))
     assert refused.status_code == 409

@@ -80,8 +80,8 @@ def _losing(action):
 def _lease_taken(session_id: str) -> None:
     """Another process's compaction has the session (its lease runs for a minute)."""
     ChatSession.objects.filter(pk=session_id).update(
-        compaction_lease_holder="another:1:cafe",
-        compaction_lease_expires_at=timezone.now() + timedelta(seconds=60),
+        lease_holder="another:1:cafe",
+        lease_expires_at=timezone.now() + timedelta(seconds=60),
     )
 
 

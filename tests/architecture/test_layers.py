@@ -61,7 +61,12 @@ NEVER = {
 # the domain may use the pure core (its value types and estimates), nothing else of compaction
 ALLOWED = {"agents": ("condense",), "llm": ("condense.types",)}
 # Django's own convention: an app registers its system checks and signal receivers in ready()
-LOCAL_IMPORT_ALLOWED = {("netaclaw/apps.py", "netaclaw"), ("agents/apps.py", "agents")}
+LOCAL_IMPORT_ALLOWED = {
+    ("netaclaw/apps.py", "netaclaw"),
+    ("agents/apps.py", "agents"),
+    ("recall/apps.py", "agents"),
+    ("recall/apps.py", "recall"),
+}
 
 
 def _modules() -> list[tuple[str, Path]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("compaction.service", reason="the compaction service has not landed yet")
+pytest.importorskip("compaction.run", reason="the compaction entry has not landed yet")
 pytest.importorskip("agents.runtime", reason="the agent runtime has not landed yet")
 from playwright.sync_api import Page, expect
 

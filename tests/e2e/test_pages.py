@@ -6,8 +6,9 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from agents.services import compaction_apply, message_append, system_event_append
+from agents.services import compaction_apply, message_append
 from tests.e2e.support import conversation
+from tests.support.event_records import system_event_append
 
 
 def _compacted_session(data, owner, agent):

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.event_records import system_event_append
+
 pytest.importorskip("agents.runtime", reason="the agent runtime has not landed yet")
 from playwright.sync_api import Page, expect
 
@@ -18,7 +20,6 @@ from agents.services import (
     compaction_apply,
     message_append,
     session_record_usage,
-    system_event_append,
 )
 from compaction.trigger import PAUSED_STILL_OVER
 from scripted_llm import Reply

@@ -8,13 +8,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agents.context_breakdown import context_breakdown, tool_definition_tokens
-from agents.meter import meter_read, system_prompt_tokens, visible_tokens, visible_tokens_of
+from agents.meter import (
+    context_reading,
+    meter_read,
+    system_prompt_tokens,
+    visible_tokens,
+    visible_tokens_of,
+)
 from agents.models import ChatSession
 from agents.selectors import llm_history_load
 from agents.services import session_record_usage
-from chat.turn_tools import context_reading, turn_tool_specs
+from agents.tools.catalog import turn_tool_specs
 from compaction.controls import message_pin
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Reply
 from tests.factories import make_agent, make_session
 from tests.support.history import conversation, session_to_compact
@@ -127,7 +134,7 @@ def test_a_compaction_moves_tokens_to_the_summary(llm_server) -> None:
     session = session_to_compact(llm_server)
     before = _parts(session)
     assert before["summary"] == 0
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert outcome.status == "done"
     after = _parts(session)
     assert after["summary"] > 0

@@ -10,8 +10,8 @@ from agents.models import Message
 from agents.selectors import history_load, llm_history_load, model_visible, session_tail
 from agents.services import (
     SpanChanged,
-    compaction_lease_acquire,
-    compaction_lease_release,
+    lease_acquire,
+    lease_release,
     message_append,
 )
 from tests.factories import make_session
@@ -150,31 +150,31 @@ def test_unknown_view_is_rejected() -> None:
 
 def test_lease_is_exclusive_until_released_or_expired() -> None:
     session = make_session()
-    assert compaction_lease_acquire(session=session, holder="a", seconds=60)
-    assert not compaction_lease_acquire(session=session, holder="b", seconds=60)
-    compaction_lease_release(session=session, holder="b")  # not the holder: no effect
-    assert not compaction_lease_acquire(session=session, holder="b", seconds=60)
-    compaction_lease_release(session=session, holder="a")
-    assert compaction_lease_acquire(session=session, holder="b", seconds=60)
+    assert lease_acquire(session_id=session.pk, holder="a", seconds=60)
+    assert not lease_acquire(session_id=session.pk, holder="b", seconds=60)
+    lease_release(session_id=session.pk, holder="b")  # not the holder: no effect
+    assert not lease_acquire(session_id=session.pk, holder="b", seconds=60)
+    lease_release(session_id=session.pk, holder="a")
+    assert lease_acquire(session_id=session.pk, holder="b", seconds=60)
     type(session).objects.filter(pk=session.pk).update(
-        compaction_lease_expires_at=timezone.now() - timedelta(seconds=1)
+        lease_expires_at=timezone.now() - timedelta(seconds=1)
     )
-    assert compaction_lease_acquire(session=session, holder="c", seconds=60)
+    assert lease_acquire(session_id=session.pk, holder="c", seconds=60)
 
 
 def test_the_turn_lease_is_released_in_one_statement_unless_a_message_waits_queued() -> None:
     session = make_session()
-    assert services.turn_lease_acquire(session_id=session.pk, holder="a", seconds=60)
+    assert services.lease_acquire(session_id=session.pk, holder="a", seconds=60)
     queued = services.user_message_append(session=session, content="later", queued=True)
     # a queued message keeps the conditional release from freeing the lease …
-    assert not services.turn_lease_release(session_id=session.pk, holder="a", unless_queued=True)
-    assert not services.turn_lease_acquire(session_id=session.pk, holder="b", seconds=60)
+    assert not services.lease_release(session_id=session.pk, holder="a", unless_queued=True)
+    assert not services.lease_acquire(session_id=session.pk, holder="b", seconds=60)
     # … the plain release frees it whatever waits; another holder's release does nothing
-    assert not services.turn_lease_release(session_id=session.pk, holder="b")
-    assert services.turn_lease_release(session_id=session.pk, holder="a")
-    assert services.turn_lease_acquire(session_id=session.pk, holder="b", seconds=60)
+    assert not services.lease_release(session_id=session.pk, holder="b")
+    assert services.lease_release(session_id=session.pk, holder="a")
+    assert services.lease_acquire(session_id=session.pk, holder="b", seconds=60)
     assert services.turn_start(session=session) == [queued]
-    assert services.turn_lease_release(session_id=session.pk, holder="b", unless_queued=True)
+    assert services.lease_release(session_id=session.pk, holder="b", unless_queued=True)
 
 
 def test_the_session_tail_counts_queued_messages_and_finds_the_last_position() -> None:

@@ -9,9 +9,9 @@ import itertools
 import pytest
 from channels.db import database_sync_to_async
 
+from agents.meter import context_reading
 from agents.models import Message
 from agents.services import messages_bulk_append
-from chat.turn_tools import context_reading
 from compaction.controls import message_pin
 from condense import summary_body
 from scripted_llm import Reply

@@ -230,8 +230,8 @@ async def test_a_message_queued_behind_a_dead_holder_is_answered_once_its_lease_
     @database_sync_to_async
     def dead_holder() -> None:
         ChatSession.objects.filter(pk=session.pk).update(
-            turn_lease_holder="t/dead-host:1:000000000000",
-            turn_lease_expires_at=timezone.now() + timezone.timedelta(seconds=1.5),
+            lease_holder="t/dead-host:1:000000000000",
+            lease_expires_at=timezone.now() + timezone.timedelta(seconds=1.5),
         )
 
     await dead_holder()
@@ -361,7 +361,7 @@ async def test_stop_during_a_compaction_cancels_it_at_once(llm_server) -> None:
     failed = await receive_until(ws, "compaction_failed", timeout=5)
     assert failed[-1]["reason"] == "cancelled"
     fresh = await database_sync_to_async(ChatSession.objects.get)(pk=session.pk)
-    assert fresh.compaction_lease_holder == "", "the lease is released"
+    assert fresh.lease_holder == "", "the lease is released"
     release.set()  # the summary comes back now: it is thrown away
     await asyncio.sleep(1.0)
     assert await rows() == before, "the history is unchanged"

@@ -194,10 +194,10 @@ def test_a_queued_message_and_a_stop_on_one_daphne(daphne) -> None:
     deadline = time.monotonic() + 5  # released right after its turn_done
     while time.monotonic() < deadline:
         session.refresh_from_db()
-        if not session.turn_lease_holder:
+        if not session.lease_holder:
             break
         time.sleep(0.05)
-    assert session.turn_lease_holder == ""
+    assert session.lease_holder == ""
 
 
 @pytest.mark.postgres
@@ -275,4 +275,4 @@ def test_a_stop_sent_to_another_process_cancels_its_compaction(daphne) -> None:
     assert failed[-1]["reason"] == "cancelled"
     assert list(Message.objects.filter(session=session).order_by("id").values_list()) == before
     session.refresh_from_db()
-    assert session.compaction_count == 0 and session.compaction_lease_holder == ""
+    assert session.compaction_count == 0 and session.lease_holder == ""

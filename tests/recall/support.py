@@ -9,7 +9,8 @@ from pathlib import Path
 from agents.models import ChatSession, Message
 from agents.transfer import session_import
 from compaction.context import llm_context_for_session
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Reply, ScriptedLLMServer
 from tests.factories import make_agent, make_channel, make_user
 
@@ -79,7 +80,7 @@ def compacted_transcript(
     session, count = session_import(path=source, agent_id=agent.pk, username=user.username)
     assert count == len(messages)
     server.responder = lambda body, wire: Reply(text=SUMMARY)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert outcome.status == "done", outcome
     planted = Message.objects.get(
         session=session, is_compaction_summary=False, content__contains=fact

@@ -38,7 +38,7 @@ BOB_KEY = "sk-bob-channel-key-77aa90"
 ALICE_KEY = "sk-alice-channel-key-1b2c3d"
 SECRETS = (BOB_SECRET, BOB_KEY, ALICE_KEY)
 OWN, FOREIGN = "@own", "@foreign"  # placeholders, replaced by real ids per run
-HAS_SERVICE = importlib.util.find_spec("compaction.service") is not None
+HAS_SERVICE = importlib.util.find_spec("compaction.run") is not None
 
 FUZZ = settings(
     max_examples=40,
@@ -108,7 +108,7 @@ def _frame_text(spec: tuple[str, Any], ids: dict[str, str]) -> str:
         and value.get("type") == "compact"
         and value.get("sessionId") == OWN
     ):
-        value = {**value, "sessionId": FOREIGN}  # compacting needs compaction.service
+        value = {**value, "sessionId": FOREIGN}  # compacting needs compaction.run
     text = json.dumps(_materialize(value, ids))
     return text[: max(1, len(text) - 1)] if kind == "truncated" else text
 

@@ -5,7 +5,7 @@ their results, sometimes large enough to be pruned), interrupted tool turns (a
 call whose result never came), successful compactions (manual and automatic) and
 failing ones (the scripted auxiliary model answers 500, 429 or empty). All of it
 goes through ``agents.services.message_append`` and
-``compaction.service.CompactionService`` against the scripted model server.
+``compaction.run.compact`` against the scripted model server.
 
 After every step:
 
@@ -43,7 +43,8 @@ from agents.models import ChatSession, Message, Role
 from agents.selectors import history_load, model_visible
 from agents.services import message_append
 from compaction.context import llm_context_for_session
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from llm import ChannelConfig, LLMRequest, build_anthropic_params, build_openai_params
 from scripted_llm import Empty, Fail, Reply, ScriptedLLMServer
 from tests.factories import make_agent, make_channel, make_session, make_user
@@ -183,7 +184,7 @@ class SessionModel(RuleBasedStateMachine):
             self.server.enqueue(*FAILURES[failure])
         rows_before = history_rows(self.session)
         estimate_before = _visible_estimate(self.session)
-        outcome = CompactionService().compact(session=self.session, reason=reason)
+        outcome = compact(CompactionRequest(str(self.session.pk), reason=reason))
         asked = self.server.pending == 0  # the scripted failure was consumed by a request
         self.server.reset()
         self.server.responder = _summary_responder

@@ -37,7 +37,8 @@ from agents.events import CompactionDone, CompactionFailed
 from agents.models import ChatSession, Message, Role
 from agents.selectors import history_load
 from agents.services import message_append
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Reply, ScriptedLLMServer
 from scripted_llm.ports import free_port, wait_listening
 from tests.factories import make_agent, make_channel, make_session, make_user
@@ -111,7 +112,8 @@ def test_a_failing_write_inside_compaction_apply_rolls_everything_back(
     monkeypatch, scenario: str, needle: str, nth: int
 ) -> None:
     announced: list[Any] = []
-    monkeypatch.setattr("compaction.service.publish", lambda sid, event: announced.append(event))
+    for stage in ("compaction.run", "compaction.storing"):
+        monkeypatch.setattr(f"{stage}.publish", lambda sid, *events: announced.extend(events))
     with ScriptedLLMServer(responder=lambda body, wire: Reply(text=SEED_SUMMARY)) as server:
         session = _summarizing_world(server) if scenario == "summarize" else _pruning_world(server)
         reason = "manual" if scenario == "summarize" else "auto"
@@ -120,7 +122,7 @@ def test_a_failing_write_inside_compaction_apply_rolls_everything_back(
 
         fault = FailingWrite(needle, nth)
         with connection.execute_wrapper(fault):
-            outcome = CompactionService().compact(session=session, reason=reason)
+            outcome = compact(CompactionRequest(str(session.pk), reason=reason))
 
         assert fault.fired, f"the write {needle!r} #{nth} never happened: the test proves nothing"
         assert outcome.status == "failed" and outcome.reason == "storage_error", outcome
@@ -128,14 +130,14 @@ def test_a_failing_write_inside_compaction_apply_rolls_everything_back(
         assert history_rows(session) == rows, "every message row is as it was"
         assert not Message.objects.filter(session=session, is_compaction_summary=True).exists()
         assert session.compaction_count == 0 and session.auto_compaction_paused_reason == ""
-        assert session.compaction_lease_holder == "", "the lease is released"
+        assert session.lease_holder == "", "the lease is released"
         failure = Message.objects.filter(session=session, role=Role.SYSTEM).order_by("-id")
         assert failure.count() == events_before + 1
         assert failure.first().metadata["reason"] == "storage_error"
         assert not [e for e in announced if isinstance(e, CompactionDone)]
         assert [e.reason for e in announced if isinstance(e, CompactionFailed)] == ["storage_error"]
 
-        retry = CompactionService().compact(session=session, reason=reason)
+        retry = compact(CompactionRequest(str(session.pk), reason=reason))
         assert retry.status == "done", retry
         session.refresh_from_db()
         assert session.compaction_count == 1
@@ -271,8 +273,8 @@ def test_sigkill_mid_compaction_leaves_a_lease_that_expires_then_nothing_is_lost
             daphne, server, aux, queued="压缩时发的消息"
         )
         session.refresh_from_db()
-        assert f":{killed.pid}:" in session.compaction_lease_holder, "the dead process's lease"
-        assert session.compaction_lease_expires_at > timezone.now()
+        assert f":{killed.pid}:" in session.lease_holder, "the dead process's lease"
+        assert session.lease_expires_at > timezone.now()
         after = history_rows(session)
         assert after[: len(rows)] == rows, "the killed compaction changed no row"
         queued = Message.objects.get(session=session, content="压缩时发的消息")
@@ -282,10 +284,10 @@ def test_sigkill_mid_compaction_leaves_a_lease_that_expires_then_nothing_is_lost
         contents[queued.pk] = queued.content
 
         # while the lease lasts, nobody else may compact this session
-        blocked = CompactionService().compact(session=session, reason="manual")
+        blocked = compact(CompactionRequest(str(session.pk), reason="manual"))
         assert (blocked.status, blocked.reason) == ("skipped", "in_progress")
 
-        deadline = session.compaction_lease_expires_at + timedelta(seconds=0.2)
+        deadline = session.lease_expires_at + timedelta(seconds=0.2)
         while timezone.now() < deadline:
             time.sleep(0.1)
 
@@ -306,7 +308,7 @@ def test_sigkill_mid_compaction_leaves_a_lease_that_expires_then_nothing_is_lost
 
     assert "compaction_done" in [e["type"] for e in events], events
     session.refresh_from_db()
-    assert session.compaction_count == 1 and session.compaction_lease_holder == ""
+    assert session.compaction_count == 1 and session.lease_holder == ""
     full = [m for m in history_load(session=session, view="full") if not m.is_system_event]
     written = {m.pk: m.content for m in full if not m.is_compaction_summary}
     assert {pk: written.get(pk) for pk in contents} == contents, (

@@ -4,16 +4,16 @@ only while the history it was made from is unchanged and the result fits."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
+from agents.leases import held_lease
 from agents.meter import meter_read
 from agents.models import ChatSession, CompactionMode, Message
 from agents.selectors import history_load
 from agents.services import messages_bulk_append
 from compaction import background
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Reply
 from tests.factories import make_channel
 from tests.support.history import session_to_compact
@@ -77,7 +77,7 @@ def test_the_prepared_summary_is_applied_without_asking_again(llm_server) -> Non
     _cross_threshold(session)
     added = list(Message.objects.filter(session=session).order_by("-position")[:2])
 
-    outcome = CompactionService().compact(session=session, reason="auto")
+    outcome = compact(CompactionRequest(str(session.pk), reason="auto"))
 
     assert outcome.status == "done", outcome
     assert _summary_requests(llm_server) == 1  # nothing more was asked of the model
@@ -99,7 +99,7 @@ def test_a_history_changed_since_preparing_is_summarized_again(llm_server) -> No
     Message.objects.filter(pk=early.pk).update(pinned=True)
     _cross_threshold(session)
 
-    outcome = CompactionService().compact(session=session, reason="auto")
+    outcome = compact(CompactionRequest(str(session.pk), reason="auto"))
 
     assert outcome.status == "done"
     assert _summary_requests(llm_server) == 2
@@ -121,7 +121,7 @@ def test_a_prepared_summary_that_would_not_fit_any_more_is_not_used(llm_server) 
     )
     source_before = Message.objects.filter(session=session).count()
 
-    CompactionService().compact(session=session, reason="auto")
+    compact(CompactionRequest(str(session.pk), reason="auto"))
 
     assert _summary_requests(llm_server) == 2  # compacted afresh (or failed), never applied
     assert Message.objects.filter(session=session).count() >= source_before
@@ -133,7 +133,7 @@ def test_a_preparation_still_running_at_the_threshold_is_waited_for(llm_server) 
     assert background.start(str(session.pk))
     _cross_threshold(session)
 
-    outcome = CompactionService().compact(session=session, reason="auto")
+    outcome = compact(CompactionRequest(str(session.pk), reason="auto"))
 
     assert outcome.status == "done"
     assert _summary_requests(llm_server) == 1  # the rest of it was waited for, not redone
@@ -144,10 +144,10 @@ def test_a_stop_does_not_wait_for_the_preparation(llm_server) -> None:
     session = _between_soft_and_threshold(llm_server)
     assert background.start(str(session.pk))
     _cross_threshold(session)
-    cancel = threading.Event()
-    cancel.set()
-
-    outcome = CompactionService().compact(session=session, reason="auto", cancel=cancel)
+    with held_lease(str(session.pk)) as lease:
+        assert lease is not None
+        lease.stop.request()
+        outcome = compact(CompactionRequest(str(session.pk), reason="auto"), lease=lease)
 
     assert outcome.status == "cancelled"
 
@@ -157,7 +157,7 @@ def test_manual_compaction_never_takes_the_prepared_summary(llm_server) -> None:
     session = _between_soft_and_threshold(llm_server)
     _prepare(session)
 
-    assert CompactionService().compact(session=session, reason="manual").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="manual")).status == "done"
 
     assert _summary_requests(llm_server) == 2
 

@@ -13,10 +13,11 @@ from agents.models import (
     Message,
 )
 from agents.selectors import history_load, llm_history_load
-from agents.services import compaction_lease_acquire, messages_bulk_append, session_record_usage
+from agents.services import lease_acquire, messages_bulk_append, session_record_usage
 from compaction import records, trigger
 from compaction.controls import EditRefused, message_pin, summary_edit
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from compaction.undo import RecordNotFound, UndoRefused, compaction_undo
 from scripted_llm import Fail, Reply
 from tests.factories import make_user
@@ -40,7 +41,7 @@ def _view(session: ChatSession) -> list[tuple[int, str, bool]]:
 def test_a_done_compaction_is_recorded_with_the_auxiliary_usage(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY, input_tokens=1234, output_tokens=321))
     session = session_to_compact(llm_server)
-    outcome = CompactionService().compact(session=session, reason="manual", trigger="api")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual", trigger="api"))
     assert outcome.status == "done"
     record = CompactionRecord.objects.get(session=session)
     assert record.pk == outcome.record_id
@@ -64,10 +65,10 @@ def test_a_done_compaction_is_recorded_with_the_auxiliary_usage(llm_server) -> N
 def test_failed_and_skipped_compactions_are_recorded(llm_server) -> None:
     llm_server.enqueue(Fail(status=500, should_retry=False))
     session = session_to_compact(llm_server)
-    failed = CompactionService().compact(session=session, reason="manual", trigger="command")
+    failed = compact(CompactionRequest(str(session.pk), reason="manual", trigger="command"))
     assert failed.status == "failed"
-    assert compaction_lease_acquire(session=session, holder="elsewhere", seconds=60)
-    CompactionService().compact(session=session, reason="auto")
+    assert lease_acquire(session_id=session.pk, holder="elsewhere", seconds=60)
+    compact(CompactionRequest(str(session.pk), reason="auto"))
     rows = list(records.records_for_session(session=session))
     assert [(r.trigger, r.status, r.reason) for r in rows] == [
         ("auto", "skipped", "in_progress"),
@@ -78,7 +79,7 @@ def test_failed_and_skipped_compactions_are_recorded(llm_server) -> None:
 
 def test_a_compaction_under_the_threshold_is_a_skipped_record(llm_server) -> None:
     session = session_to_compact(llm_server, n=6)
-    outcome = CompactionService().compact(session=session, reason="auto")
+    outcome = compact(CompactionRequest(str(session.pk), reason="auto"))
     assert outcome.status == "nothing"
     record = CompactionRecord.objects.get(session=session)
     assert (record.trigger, record.status, record.reason) == ("auto", "skipped", "under_threshold")
@@ -92,7 +93,7 @@ def test_standing_instructions_and_the_focus_reach_the_summarizer(llm_server) ->
     session = session_to_compact(llm_server)
     session.agent.compaction_instructions = "Always keep every ticket number."
     session.agent.save()
-    CompactionService().compact(session=session, reason="manual", instructions="the parser bug")
+    compact(CompactionRequest(str(session.pk), reason="manual", instructions="the parser bug"))
     prompt = llm_server.requests[0].body["messages"][0]["content"]
     assert "Always keep every ticket number." in prompt and "the parser bug" in prompt
     record = CompactionRecord.objects.get(session=session)
@@ -108,7 +109,7 @@ def test_undo_restores_the_compacted_view_and_keeps_later_messages(llm_server) -
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server)
     before = _view(session)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     later = messages_bulk_append(session=session, rows=[{"role": "user", "content": "later"}])
     undone = compaction_undo(session=session, record_id=outcome.record_id)
     assert undone.restored_count == outcome.removed_count
@@ -127,10 +128,10 @@ def test_undo_restores_the_compacted_view_and_keeps_later_messages(llm_server) -
 def test_only_the_latest_compaction_can_be_undone(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY), Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server)
-    first = CompactionService().compact(session=session, reason="manual")
+    first = compact(CompactionRequest(str(session.pk), reason="manual"))
     after_first = _view(session)
     messages_bulk_append(session=session, rows=[{"role": "user", "content": "more " * 200}] * 10)
-    second = CompactionService().compact(session=session, reason="manual")
+    second = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert second.status == "done"
     with pytest.raises(UndoRefused) as refused:
         compaction_undo(session=session, record_id=first.record_id)
@@ -153,7 +154,7 @@ def test_undo_without_a_compaction_and_of_a_foreign_record(llm_server) -> None:
 def test_undoing_an_automatic_compaction_pauses_automatic_compaction(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server)
-    outcome = CompactionService().compact(session=session, reason="auto", force=True)
+    outcome = compact(CompactionRequest(str(session.pk), reason="auto", force=True))
     compaction_undo(session=session, record_id=outcome.record_id)
     session.refresh_from_db()
     assert session.auto_compaction_paused_reason == trigger.PAUSED_UNDONE
@@ -167,7 +168,7 @@ def test_up_to_compacts_only_what_comes_before_the_message(llm_server) -> None:
     session = session_to_compact(llm_server)
     visible = llm_history_load(session=session)
     cut = visible[20]
-    outcome = CompactionService().compact(session=session, reason="manual", up_to=cut.pk)
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual", up_to=cut.pk))
     assert outcome.status == "done"
     compacted = set(
         Message.objects.filter(session=session, compacted_at__isnull=False).values_list(
@@ -183,7 +184,7 @@ def test_up_to_compacts_only_what_comes_before_the_message(llm_server) -> None:
 
 def test_up_to_an_unknown_message_fails_clearly(llm_server) -> None:
     session = session_to_compact(llm_server)
-    outcome = CompactionService().compact(session=session, reason="manual", up_to=999_999)
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual", up_to=999_999))
     assert (outcome.status, outcome.reason) == ("failed", "unknown_message")
     assert llm_server.requests == []
 
@@ -235,7 +236,7 @@ def test_an_automatic_compaction_at_the_cap_compacts_under_it(llm_server) -> Non
     session = session_to_compact(llm_server)  # ~3,500 estimated tokens, a 200k window
     session.agent.compaction_token_cap = 2_000
     session.agent.save()
-    outcome = CompactionService().compact(session=session, reason="auto")
+    outcome = compact(CompactionRequest(str(session.pk), reason="auto"))
     assert outcome.status == "done", outcome.reason
     assert outcome.tokens_after < 2_000 <= outcome.tokens_before
 
@@ -249,7 +250,7 @@ def test_the_compaction_figures_are_the_token_bars(llm_server) -> None:
     # the provider measured 3× the estimate (a Chinese conversation, say)
     estimate = meter_read(session=session).used_tokens
     reading = _reading_over(session, estimate * 3)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert outcome.tokens_before == reading.used_tokens
     session.refresh_from_db()
     after = meter_read(session=session)
@@ -269,7 +270,7 @@ def test_the_compaction_figures_are_the_token_bars(llm_server) -> None:
 def test_pinning_a_compacted_original_brings_it_back(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     gone = Message.objects.filter(session=session, compacted_at__isnull=False).first()
     assert gone is not None
     changed = message_pin(session=session, message_id=gone.pk, pinned=True)
@@ -286,7 +287,7 @@ def test_pinning_a_compacted_original_brings_it_back(llm_server) -> None:
 def test_a_summary_edit_is_kept_in_the_audit(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     editor = make_user("editor")
     summary = summary_edit(
         session=session,
@@ -364,7 +365,7 @@ def test_what_a_compaction_dropped_is_kept_on_its_record(llm_server, monkeypatch
     monkeypatch.setattr(core, "dropped_facts", fake, raising=False)
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     record = CompactionRecord.objects.get(pk=outcome.record_id)
     compacted = set(
         Message.objects.filter(session=session, compacted_at__isnull=False).values_list(
@@ -384,6 +385,6 @@ def test_pins_that_leave_no_room_fail_clearly(llm_server) -> None:
     middle = llm_history_load(session=session)[4:30]
     Message.objects.filter(pk__in=[m.pk for m in middle]).update(pinned=True)
     before = _view(session)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert (outcome.status, outcome.reason) == ("failed", "pins_too_long")
     assert _view(session) == before and llm_server.requests == []

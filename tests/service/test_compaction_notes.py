@@ -14,7 +14,8 @@ from agents.tools.workspace import session_workspace_root
 from compaction import background
 from compaction.context import llm_context_for_session
 from compaction.notes import NOTES_FILE, NOTES_MAX_TOKENS
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Fail, Reply
 from tests.factories import make_channel
 from tests.support.history import session_to_compact
@@ -65,7 +66,7 @@ def test_notes_are_written_before_an_automatic_compaction_and_kept_verbatim(llm_
     llm_server.responder, asked = _model()
     session = _session(llm_server)
 
-    assert CompactionService().compact(session=session, reason="auto").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="auto")).status == "done"
 
     [request] = asked["notes"]
     assert "tools" not in request and request["max_tokens"] == NOTES_MAX_TOKENS
@@ -81,9 +82,9 @@ def test_notes_are_written_before_an_automatic_compaction_and_kept_verbatim(llm_
 def test_notes_are_off_by_default_and_manual_compaction_never_asks(llm_server) -> None:
     llm_server.responder, asked = _model()
     session = _session(llm_server, notes=False)
-    assert CompactionService().compact(session=session, reason="auto").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="auto")).status == "done"
     session = _session(llm_server, notes=True)
-    assert CompactionService().compact(session=session, reason="manual").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="manual")).status == "done"
     assert asked["notes"] == []
     assert not any(m.is_summary and False for m in llm_context_for_session(session))
 
@@ -92,7 +93,7 @@ def test_a_failed_notes_step_does_not_stop_the_compaction(llm_server) -> None:
     llm_server.responder, asked = _model(Fail(status=500, should_retry=False))
     session = _session(llm_server)
 
-    assert CompactionService().compact(session=session, reason="auto").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="auto")).status == "done"
 
     assert len(asked["notes"]) == 1
     assert not (session_workspace_root(session.pk) / NOTES_FILE).exists()
@@ -108,7 +109,7 @@ def test_notes_written_with_a_prepared_summary_come_with_it(
     background.wait(str(session.pk), timeout=30)
     assert len(asked["notes"]) == 1 and len(asked["summary"]) == 1
 
-    assert CompactionService().compact(session=session, reason="auto").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="auto")).status == "done"
 
     assert len(asked["notes"]) == 1 and len(asked["summary"]) == 1  # nothing asked again
     assert any(NOTES in m.content for m in llm_context_for_session(session))

@@ -14,8 +14,9 @@ import condense as core
 from agents.events import CompactionPreviewReady
 from agents.models import ChatSession, CompactionPreview, CompactionRecord, Message
 from agents.selectors import llm_history_load
-from agents.services import compaction_lease_acquire, messages_bulk_append
+from agents.services import lease_acquire, messages_bulk_append
 from compaction.controls import message_pin
+from compaction.outcome import CompactionOutcome
 from compaction.preview import (
     PreviewNotFound,
     PreviewRefused,
@@ -24,7 +25,8 @@ from compaction.preview import (
     preview_discard,
     preview_for_session,
 )
-from compaction.service import CompactionOutcome, CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Fail, Reply
 from tests.support.history import history_rows, session_to_compact
 from tests.support.summaries import KEY_VALUE_SUMMARY
@@ -90,7 +92,7 @@ def _shape(session: ChatSession, outcome: CompactionOutcome) -> dict[str, Any]:
             session.compaction_count,
             session.token_calibration,
             session.auto_compaction_paused_reason,
-            session.compaction_lease_holder,
+            session.lease_holder,
         ),
     }
 
@@ -108,7 +110,7 @@ def test_a_preview_writes_nothing_to_the_history(
         event = _preview(session, instructions="keep the parser")
     assert _everything(session) == before  # not even a bubble
     session.refresh_from_db()
-    assert (session.compaction_count, session.compaction_lease_holder) == (0, "")
+    assert (session.compaction_count, session.lease_holder) == (0, "")
     assert not CompactionRecord.objects.filter(session=session).exists()  # written on accept
     row = CompactionPreview.objects.get(session=session)
     assert row.pk == event.preview_id
@@ -145,7 +147,7 @@ def test_a_failed_preview_keeps_nothing(llm_server) -> None:
 
 def test_a_preview_while_a_compaction_runs_is_skipped(llm_server) -> None:
     session = session_to_compact(llm_server)
-    assert compaction_lease_acquire(session=session, holder="elsewhere", seconds=60)
+    assert lease_acquire(session_id=session.pk, holder="elsewhere", seconds=60)
     outcome = compaction_preview(session=session, created_by=None)
     assert (outcome.status, outcome.reason) == ("skipped", "in_progress")
     assert llm_server.requests == [] and not CompactionPreview.objects.exists()
@@ -160,7 +162,7 @@ def test_accepting_applies_exactly_what_a_direct_compaction_would(llm_server) ->
     session = session_to_compact(llm_server)
     event = _preview(session)
     with pytest.raises(_Rollback), transaction.atomic():
-        direct = CompactionService().compact(session=session, reason="manual")
+        direct = compact(CompactionRequest(str(session.pk), reason="manual"))
         assert direct.status == "done"
         expected = _shape(session, direct)
         raise _Rollback
@@ -233,7 +235,7 @@ def test_accepting_is_refused_when_the_history_changed(llm_server, change: str) 
         first = llm_history_load(session=session)[1]
         message_pin(session=session, message_id=first.pk, pinned=True)
     elif change == "compaction":
-        assert CompactionService().compact(session=session, reason="manual").status == "done"
+        assert compact(CompactionRequest(str(session.pk), reason="manual")).status == "done"
     else:  # the system prompt the summary was made under
         session.agent.system_prompt = "You are someone else now."
         session.agent.save()
@@ -243,14 +245,14 @@ def test_accepting_is_refused_when_the_history_changed(llm_server, change: str) 
     assert refused.value.reason == "history_changed"
     assert history_rows(session) == rows and CompactionRecord.objects.count() == records
     session.refresh_from_db()
-    assert session.compaction_lease_holder == ""
+    assert session.lease_holder == ""
 
 
 def test_accepting_while_a_compaction_runs_is_refused(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server)
     event = _preview(session)
-    assert compaction_lease_acquire(session=session, holder="elsewhere", seconds=60)
+    assert lease_acquire(session_id=session.pk, holder="elsewhere", seconds=60)
     with pytest.raises(PreviewRefused) as refused:
         preview_accept(session=session, preview_id=event.preview_id, editor=session.owner)
     assert refused.value.reason == "in_progress"

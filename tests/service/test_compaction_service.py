@@ -13,8 +13,9 @@ from django.core.management import CommandError, call_command
 
 from agents.models import Message
 from agents.selectors import history_load
-from agents.services import compaction_lease_acquire, messages_bulk_append
-from compaction.service import CompactionService
+from agents.services import lease_acquire, messages_bulk_append
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Empty, Fail, Hang, NonJSON, Reply
 from tests.factories import make_agent, make_user
 from tests.support.history import session_to_compact, stored_rows
@@ -29,7 +30,7 @@ DATA = ROOT / "tests" / "data"  # a public transcript (see ../shared/transcripts
 def test_forty_messages_compact_into_one_summary(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert outcome.status == "done" and outcome.removed_count > 20
     compacted = history_load(session=session, include_events=False)
     full = history_load(session=session, view="full", include_events=False)
@@ -52,9 +53,9 @@ def test_second_compaction_prompt_holds_the_previous_summary(llm_server) -> None
         Reply(text=KEY_VALUE_SUMMARY), Reply(text=KEY_VALUE_SUMMARY.replace("42", "43"))
     )
     session = session_to_compact(llm_server)
-    assert CompactionService().compact(session=session, reason="manual").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="manual")).status == "done"
     messages_bulk_append(session=session, rows=[{"role": "user", "content": "more " * 200}] * 10)
-    assert CompactionService().compact(session=session, reason="manual").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="manual")).status == "done"
     prompt = llm_server.requests[1].body["messages"][0]["content"]
     assert "之前的摘要" in prompt or "Previous summary" in prompt
     assert "关键值 42" in prompt
@@ -77,7 +78,7 @@ def test_auxiliary_failures_leave_history_untouched(llm_server, settings, action
     llm_server.enqueue(action)
     session = session_to_compact(llm_server)
     before = stored_rows(session)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert (outcome.status, outcome.reason) == ("failed", reason)
     assert stored_rows(session) == before
     bubble = Message.objects.get(session=session, metadata__systemType="compaction_event")
@@ -90,7 +91,7 @@ def test_auxiliary_failures_leave_history_untouched(llm_server, settings, action
 def test_no_auxiliary_model_is_a_clear_failure(llm_server) -> None:
     session = session_to_compact(llm_server, aux=None)
     before = stored_rows(session)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert (outcome.status, outcome.reason) == ("failed", "no_auxiliary_model")
     assert "未配置辅助模型" in outcome.error
     assert stored_rows(session) == before and llm_server.requests == []
@@ -99,13 +100,13 @@ def test_no_auxiliary_model_is_a_clear_failure(llm_server) -> None:
 def test_the_dictionary_default_is_used_when_the_agent_has_none(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server, aux="dict")
-    assert CompactionService().compact(session=session, reason="manual").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="manual")).status == "done"
 
 
 def test_a_held_lease_skips_without_any_request(llm_server) -> None:
     session = session_to_compact(llm_server)
-    assert compaction_lease_acquire(session=session, holder="other-process", seconds=60)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    assert lease_acquire(session_id=session.pk, holder="other-process", seconds=60)
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert (outcome.status, outcome.reason) == ("skipped", "in_progress")
     assert llm_server.requests == []
 
@@ -123,7 +124,7 @@ def test_a_failing_write_rolls_back_and_reports(llm_server, monkeypatch) -> None
         raise DatabaseError("disk full")
 
     monkeypatch.setattr(services, "next_positions", broken)
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert (outcome.status, outcome.reason) == ("failed", "storage_error")
     assert stored_rows(session) == before
 
@@ -135,14 +136,13 @@ def test_two_failures_pause_automatic_compaction(llm_server) -> None:
         Reply(text=KEY_VALUE_SUMMARY),
     )
     session = session_to_compact(llm_server)
-    service = CompactionService()
-    service.compact(session=session, reason="manual")
+    compact(CompactionRequest(str(session.pk)))
     session.refresh_from_db()
     assert session.auto_compaction_paused_reason == ""
-    service.compact(session=session, reason="manual")
+    compact(CompactionRequest(str(session.pk)))
     session.refresh_from_db()
     assert "连续两次失败" in session.auto_compaction_paused_reason
-    assert service.compact(session=session, reason="manual").status == "done"
+    assert compact(CompactionRequest(str(session.pk))).status == "done"
     session.refresh_from_db()
     assert session.auto_compaction_paused_reason == ""
 

@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from agents.models import ChatSession, Message, Role
 from agents.services import messages_bulk_append
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from condense.prompts import RECALL_HINT
 from scripted_llm import Reply
 from tests.support.history import session_to_compact
@@ -58,7 +59,7 @@ def test_the_summarizer_reads_a_pruned_tool_output_in_full(llm_server) -> None:
     Message.objects.filter(pk=tool.pk).update(pruned_at=timezone.now())  # an earlier phase 1
     _more_turns(session, 30, "later")
 
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
 
     assert outcome.status == "done", outcome
     assert "PLANTED-FACT-7731" in _summary_prompts(llm_server)
@@ -71,7 +72,7 @@ def test_a_deep_chain_of_summaries_is_rebuilt_from_the_originals(llm_server) -> 
     _more_turns(session, 30, "round1")
     depths = []
     for round_ in range(2, 6):
-        outcome = CompactionService().compact(session=session, reason="manual")
+        outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
         assert outcome.status == "done", outcome
         summary = Message.objects.get(pk=outcome.summary_message_id)
         depths.append((summary.metadata["chainDepth"], summary.metadata["regrounded"]))
@@ -92,12 +93,12 @@ def test_an_agent_can_always_rebuild_from_the_originals(llm_server) -> None:
     session.agent.save()
     _more_turns(session, 2, "PLANTED-EARLY-9090")
     _more_turns(session, 30, "round1")
-    assert CompactionService().compact(session=session, reason="manual").status == "done"
+    assert compact(CompactionRequest(str(session.pk), reason="manual")).status == "done"
     _more_turns(session, 30, "round2")
     llm_server.reset()
     llm_server.responder = lambda body, wire: Reply(text=KEY_VALUE_SUMMARY)
 
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
 
     assert outcome.status == "done", outcome
     assert Message.objects.get(pk=outcome.summary_message_id).metadata["regrounded"] is True
@@ -109,7 +110,7 @@ def test_a_summary_cut_off_twice_is_a_clear_failure(llm_server) -> None:
     session = session_to_compact(llm_server, n=40)
     before = Message.objects.filter(session=session).count()
 
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
 
     assert (outcome.status, outcome.reason) == ("failed", "summary_cut_off")
     assert "截断" in outcome.error and "cut off" in outcome.error
@@ -126,7 +127,7 @@ def test_the_summary_names_the_recall_tools_only_when_the_agent_has_them(
     session.agent.search_history_enabled = enabled
     session.agent.save()
 
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
 
     content = Message.objects.get(pk=outcome.summary_message_id).content
     assert content.endswith(RECALL_HINT["en"]) is enabled  # the conversation is English

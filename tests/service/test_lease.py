@@ -9,10 +9,11 @@ import time
 import pytest
 from django.db import connection
 
+from agents.leases import lease_seconds
 from agents.models import ChatSession, Message
-from agents.services import compaction_lease_acquire
-from compaction.lease import lease_seconds
-from compaction.service import CompactionService
+from agents.services import lease_acquire
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Reply
 from tests.support.history import session_to_compact, stored_rows
 from tests.support.summaries import KEY_VALUE_SUMMARY
@@ -43,18 +44,16 @@ def test_a_summary_longer_than_the_lease_keeps_it_to_the_end(llm_server, setting
     llm_server.responder = slow
     outcomes: list = []
     worker = _in_thread(
-        lambda: CompactionService().compact(
-            session=ChatSession.objects.get(pk=session.pk), reason="manual"
-        ),
+        lambda: compact(CompactionRequest(str(session.pk), reason="manual")),
         outcomes,
     )
     time.sleep(1.8)  # the first lease would have expired by now
-    intruder = compaction_lease_acquire(session=session, holder="intruder", seconds=1)
+    intruder = lease_acquire(session_id=session.pk, holder="intruder", seconds=1)
     worker.join(timeout=30)
     assert intruder is False, "a second holder took the lease of a running compaction"
     assert outcomes[0].status == "done", outcomes[0]
     session.refresh_from_db()
-    assert session.compaction_lease_holder == ""
+    assert session.lease_holder == ""
 
 
 def test_a_compaction_whose_lease_was_taken_writes_nothing(llm_server, settings) -> None:
@@ -64,12 +63,12 @@ def test_a_compaction_whose_lease_was_taken_writes_nothing(llm_server, settings)
 
     def stolen(body, wire):
         # another process took over (as if this one had stalled past its lease)
-        ChatSession.objects.filter(pk=session.pk).update(compaction_lease_holder="someone")
+        ChatSession.objects.filter(pk=session.pk).update(lease_holder="someone")
         connection.close()
         return Reply(text=KEY_VALUE_SUMMARY)
 
     llm_server.responder = stolen
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert (outcome.status, outcome.reason) == ("failed", "history_changed")
     assert stored_rows(session) == before
     assert not Message.objects.filter(session=session, is_compaction_summary=True).exists()

@@ -10,9 +10,11 @@ import time
 import pytest
 
 from agents.events import CompactionProgress
+from agents.leases import held_lease
 from agents.models import CompactionRecord, Message
 from compaction.progress import SummaryStream
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from condense import SummaryRequest
 from scripted_llm import Reply
 from tests.support.history import session_to_compact
@@ -114,10 +116,11 @@ def test_a_stop_cuts_the_streaming_summary(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY, chunk_size=4, delay_per_chunk=0.05))
     session = session_to_compact(llm_server)
     before = list(Message.objects.filter(session=session).values_list("id", "compacted_at"))
-    cancel = threading.Event()
-    threading.Timer(0.5, cancel.set).start()
     started = time.monotonic()
-    outcome = CompactionService().compact(session=session, reason="manual", cancel=cancel)
+    with held_lease(str(session.pk)) as lease:
+        assert lease is not None
+        threading.Timer(0.5, lease.stop.request).start()
+        outcome = compact(CompactionRequest(str(session.pk), reason="manual"), lease=lease)
     elapsed = time.monotonic() - started
     assert outcome.status == "cancelled"
     # the answer streams for ~6 s (118 pieces, 0.05 s apart); the stop cut it mid-stream

@@ -15,7 +15,8 @@ from agents.models import ChatSession, Message
 from agents.selectors import llm_history_load
 from agents.services import messages_bulk_append
 from compaction.controls import message_pin
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from compaction.undo import UndoRefused, compaction_undo
 from scripted_llm import Reply
 from tests.factories import make_agent, make_channel, make_session, make_user
@@ -63,13 +64,15 @@ append = st.tuples(
     st.just("append"), st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), st.booleans()
 )
 pin = st.tuples(st.just("pin"), st.integers(min_value=0, max_value=10_000))
-compact = st.tuples(
+compact_action = st.tuples(
     st.just("compact"),
     st.sampled_from(["manual", "auto"]),
     st.one_of(st.none(), st.integers(min_value=0, max_value=10_000)),
 )
 undo = st.tuples(st.just("undo"))
-actions = st.lists(st.one_of(append, pin, compact, compact, undo, undo), min_size=3, max_size=14)
+actions = st.lists(
+    st.one_of(append, pin, compact_action, compact_action, undo, undo), min_size=3, max_size=14
+)
 
 
 @settings(
@@ -107,9 +110,7 @@ def test_undo_restores_the_view_before_the_compaction(llm_server, start, steps) 
             visible = llm_history_load(session=session)
             up_to = visible[step[2] % len(visible)].pk if step[2] is not None else None
             pinned = [(m.pk, m.content) for m in visible if m.pinned]
-            outcome = CompactionService().compact(
-                session=ChatSession.objects.get(pk=session.pk), reason=step[1], up_to=up_to
-            )
+            outcome = compact(CompactionRequest(str(session.pk), reason=step[1], up_to=up_to))
             if outcome.status != "done":
                 assert _view(session) == before  # nothing changed
                 continue

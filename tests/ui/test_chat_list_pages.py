@@ -9,11 +9,11 @@ import pytest
 from django.utils import timezone
 
 from agents.events import SessionCreated, SessionDeleted, SessionUpdated, TokenUpdate
+from agents.leases import TURN, new_holder
 from agents.models import ChatSession, Message
 from agents.services import message_append, session_record_usage
 from agents.tools.workspace import session_workspace_root
 from channels_app.html_encoder import render_event_html
-from chat.control import TURN, new_holder
 from tests.factories import make_agent, make_channel, make_session
 from tests.ui.html import parse
 
@@ -193,8 +193,8 @@ def test_a_running_turn_counts_from_the_message_it_answers(zh_client, session) -
         created_at=timezone.now() - timezone.timedelta(seconds=42)
     )
     ChatSession.objects.filter(pk=session.pk).update(
-        turn_lease_holder=new_holder(TURN),
-        turn_lease_expires_at=timezone.now() + timezone.timedelta(seconds=30),
+        lease_holder=new_holder(TURN),
+        lease_expires_at=timezone.now() + timezone.timedelta(seconds=30),
     )
     status = parse(zh_client.get(f"/chat/{session.pk}/").content).by_id("turn-status")
     assert status.get("data-busy") == "true" and 42 <= int(status.get("data-elapsed")) <= 45

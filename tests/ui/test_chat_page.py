@@ -12,9 +12,9 @@ from agents.services import (
     message_append,
     messages_bulk_append,
     session_record_usage,
-    system_event_append,
 )
 from tests.factories import make_agent, make_session
+from tests.support.event_records import system_event_append
 from tests.ui.html import parse
 
 pytestmark = pytest.mark.django_db
@@ -364,8 +364,9 @@ def test_a_reload_during_a_compaction_shows_it(zh_client, session) -> None:
     from django.utils import timezone
 
     ChatSession.objects.filter(pk=session.pk).update(
-        compaction_lease_holder="another-process",
-        compaction_lease_expires_at=timezone.now() + timedelta(minutes=5),
+        lease_holder="c/another-process",
+        compacting_holder="c/another-process",
+        lease_expires_at=timezone.now() + timedelta(minutes=5),
     )
     doc = parse(zh_client.get(f"/chat/{session.pk}/").content)
     assert doc.by_id("compaction-flag").get("data-compacting") == "true"

@@ -17,9 +17,8 @@ from django.utils import timezone
 from agents.events import CompactionDone, CompactionProgress, CompactionUndone
 from agents.message_format import message_to_json
 from agents.models import ChatSession, CompactionRecord, CompactionStatus, Message
-from agents.services import compaction_apply, message_append
+from agents.services import compaction_apply, event_record_mark, message_append
 from channels_app.html_encoder import PROGRESS_TAIL_CHARS, render_event_html
-from compaction.records import link_event
 from condense import with_summary_body
 from condense.prompts import RECALL_HINT, SUMMARY_PREFIX, summary_content
 from tests.factories import make_user
@@ -74,7 +73,7 @@ def _compacted(session: ChatSession) -> dict[str, Any]:
             {"value": "ERR42x", "kind": "identifier", "messageId": messages[2].pk},
         ],
     )
-    link_event(applied.event_message, record)
+    event_record_mark(message=applied.event_message, compaction_id=record.pk)
     return {
         "messages": messages,
         "summary": applied.summary_message,

@@ -225,7 +225,7 @@ def test_the_page_and_the_compaction_resolve_alike(setup) -> None:
 
 
 def test_no_auxiliary_bubble_links_to_the_agents_compaction_settings(zh_client, user) -> None:
-    from agents.services import system_event_append
+    from tests.support.event_records import system_event_append
 
     agent = make_agent(name="Mine", owner=user)
     session = make_session(owner=user, agent=agent)

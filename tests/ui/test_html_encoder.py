@@ -21,8 +21,9 @@ from agents.events import (
 )
 from agents.message_format import message_to_json
 from agents.reasons import REASONS
-from agents.services import compaction_apply, message_append, system_event_append
+from agents.services import compaction_apply, message_append
 from channels_app.html_encoder import render_event_html
+from tests.support.event_records import system_event_append
 from tests.ui.html import Node, parse
 
 SID = "7d3b3c8e-6a43-4a4b-9d0c-5b8f0f7f2d11"

@@ -7,9 +7,10 @@ import re
 import pytest
 from django.conf import settings
 
-from agents.services import compaction_apply, message_append, system_event_append
+from agents.services import compaction_apply, message_append
 from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY, dict_set
 from tests.factories import make_agent, make_channel, make_session
+from tests.support.event_records import system_event_append
 from tests.ui.html import parse
 
 pytestmark = pytest.mark.django_db

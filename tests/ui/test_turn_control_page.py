@@ -9,9 +9,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from agents.event_records import EventRecord
 from agents.events import CompactionFailed, ErrorEvent, MessageStored, TurnDone
 from agents.message_format import message_to_json
-from agents.models import ChatSession
+from agents.models import SYSTEM_TYPE_TURN, ChatSession
 from agents.reasons import TurnFailure
 from agents.services import message_append, turn_event_append, user_message_append
 from channels_app.html_encoder import render_event_html
@@ -35,10 +36,14 @@ def _failure(session: ChatSession, **found) -> dict:
     )
     record = turn_event_append(
         session=session,
-        status="failed",
-        reason=failure.reason,
-        error=failure.wire_text(),
-        payload={"httpStatus": "", "detail": "", "channel": "本地 Ollama", "model": "qwen3:8b"},
+        record=EventRecord(
+            SYSTEM_TYPE_TURN,
+            "failed",
+            reason=failure.reason,
+            error=failure.wire_text(),
+            channel="本地 Ollama",
+            model="qwen3:8b",
+        ),
     )
     return message_to_json(record)
 
@@ -82,7 +87,8 @@ def test_a_stopped_turn_keeps_its_answer_marked_and_offers_retry(session) -> Non
     messages, _stream = _frame(MessageStored(str(session.pk), message_to_json(partial)))
     assert messages.find_all(lambda n: "data-stopped" in n.attrs)
     record = turn_event_append(
-        session=session, status="stopped", reason="stopped", error="已停止", payload={}
+        session=session,
+        record=EventRecord(SYSTEM_TYPE_TURN, "stopped", reason="stopped", error="已停止"),
     )
     messages, _stream = _frame(MessageStored(str(session.pk), message_to_json(record)), "en")
     (bubble,) = messages.elements
@@ -99,7 +105,7 @@ def test_the_page_shows_queued_chips_the_stop_button_and_retry_after_a_reload(
     _failure(session)
     user_message_append(session=session, content="排队的问题", queued=True)
     ChatSession.objects.filter(pk=session.pk).update(
-        turn_lease_holder="t/host:1:abc", turn_lease_expires_at=timezone.now() + timedelta(60)
+        lease_holder="t/host:1:abc", lease_expires_at=timezone.now() + timedelta(60)
     )
     doc = parse(zh_client.get(f"/chat/{session.pk}/").content)
     history = doc.by_id("messages").text()
@@ -120,7 +126,7 @@ def test_the_page_shows_queued_chips_the_stop_button_and_retry_after_a_reload(
 
 def test_the_page_is_idle_when_no_turn_holds_the_session(zh_client, session) -> None:
     ChatSession.objects.filter(pk=session.pk).update(
-        turn_lease_holder="t/crashed:1:abc", turn_lease_expires_at=timezone.now() - timedelta(1)
+        lease_holder="t/crashed:1:abc", lease_expires_at=timezone.now() - timedelta(1)
     )
     doc = parse(zh_client.get(f"/chat/{session.pk}/").content)
     assert doc.by_id("turn-status").get("data-busy") == "false"

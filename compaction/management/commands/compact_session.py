@@ -1,4 +1,4 @@
-"""Compact one session now (reason manual), through the same service as `/compact`."""
+"""Compact one session now (reason manual), through the one entry `/compact` uses too."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.transfer import SessionIOError, session_by_id
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
+from compaction.run import dry_run as dry_run_plan
 
 
 class Command(BaseCommand):
@@ -35,9 +37,8 @@ class Command(BaseCommand):
             session = session_by_id(session_id)
         except SessionIOError as exc:
             raise CommandError(str(exc)) from None
-        service = CompactionService()
         if dry_run:
-            report = service.plan(session=session)
+            report = dry_run_plan(session)
             self.stdout.write(
                 f"{report.status}: {report.message_count} messages; would summarize "
                 f"{report.summarized_count} and prune {report.pruned_count} in {report.chunk_count} "
@@ -55,12 +56,13 @@ class Command(BaseCommand):
             def progress(index: int, count: int) -> None:
                 self.stderr.write(f"summarizing chunk {index}/{count}…")
 
-            outcome = service.compact(
-                session=session,
-                reason="manual",
-                instructions=instructions,
-                progress=progress,
-                trigger="command",
+            outcome = compact(
+                CompactionRequest(
+                    str(session.pk),
+                    instructions=instructions,
+                    progress=progress,
+                    trigger="command",
+                )
             )
             if outcome.status != "done":
                 raise CommandError(f"{outcome.reason}: {outcome.error}")
