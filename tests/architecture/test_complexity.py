@@ -16,7 +16,7 @@ import pytest
 from radon.visitors import ComplexityVisitor
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["condense"]
+PACKAGES = ["condense", "compaction", "chat"]
 MAX_COMPLEXITY = 15
 MAX_LINES = 60
 
