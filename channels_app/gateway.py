@@ -74,7 +74,6 @@ class SessionRunner:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     compaction_asked: bool = False  # a compaction asked for here has not started yet
-    compacting: bool = False  # a compaction asked for here runs now
 
 
 class Gateway:
@@ -119,7 +118,7 @@ class Gateway:
         user_id: int | None = None,
     ) -> None:
         runner = self.runner(session_id)
-        if runner.compacting or runner.compaction_asked:
+        if runner.compaction_asked:
             await _safe_reply(reply, _skipped(session_id))
             return
         job = CompactJob(
@@ -228,11 +227,8 @@ class Gateway:
         lease = unit.lease
         if unit.kind == "compact":
             assert unit.job is not None
-            runner.compaction_asked, runner.compacting = False, True
-            try:
-                await _manual_compaction(unit.job, lease)
-            finally:
-                runner.compacting = False
+            runner.compaction_asked = False
+            await _manual_compaction(unit.job, lease)
             return
         prepared, opening = unit.prepared, unit.opening
         if unit.kind == "retry":

@@ -26,7 +26,7 @@ from agents import services
 from agents.access import SessionNotFound, session_for_user
 from agents.broadcast import apublish, asend_control
 from agents.events import CompactionFailed, ErrorEvent
-from agents.leases import COMPACT, SessionLease, holder_kind, stop_here
+from agents.leases import SessionLease, stop_here
 from agents.reasons import wire_text
 from agents.selectors import compaction_running, lease_expiry, queued_since
 
@@ -62,10 +62,8 @@ def lease_expires_at(session_id: str) -> datetime | None:
 
 @database_sync_to_async
 def compaction_elsewhere(session_id: str) -> bool:
-    """A compaction of the session runs (or holds the lease to run) somewhere."""
-    held = lease_expiry(session_id=session_id)
-    if held is not None and holder_kind(held[0]) == COMPACT:
-        return True
+    """A compaction of the session runs now, somewhere (one whose lease is still held a
+    moment after it ended does not count: the next one waits for the lease)."""
     return compaction_running(session_id=session_id)
 
 
