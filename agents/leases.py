@@ -136,8 +136,11 @@ class SessionLease:
         """The session's lease, not yet beating; None when another holder has it."""
         holder = new_holder(kind, tag)
         seconds = lease_seconds()
+        # a compaction is marked from the moment it holds the session: a second one asked
+        # for meanwhile is skipped (``in_progress``), not queued behind it
+        also = {"compacting_holder": holder} if kind == COMPACT else None
         if not services.lease_acquire(
-            session_id=session_id, holder=holder, seconds=seconds, take_over=take_over
+            session_id=session_id, holder=holder, seconds=seconds, also=also, take_over=take_over
         ):
             return None
         return cls(session_id, holder, seconds)

@@ -511,11 +511,13 @@ def lease_acquire(
         ChatSession.objects.filter(pk=session_id)
         .filter(free)
         .update(
-            lease_holder=holder,
-            lease_expires_at=now + timedelta(seconds=seconds),
-            lease_stop_holder="",
-            compacting_holder="",
-            **(also or {}),
+            **{
+                "lease_holder": holder,
+                "lease_expires_at": now + timedelta(seconds=seconds),
+                "lease_stop_holder": "",
+                "compacting_holder": "",
+                **(also or {}),
+            }
         )
     )
     return taken == 1
