@@ -15,7 +15,7 @@ is still a plain DRF view (see there why the event loop stays free meanwhile).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlencode
 
 from asgiref.sync import async_to_sync
@@ -643,8 +643,20 @@ def _dict_entry(entry_id: int) -> DictInfo:
     return entry
 
 
-def _dict_values(validated: dict[str, Any]) -> dict[str, Any]:
-    values = {k: validated[k] for k in ("name", "value", "remark") if k in validated}
+class DictEntryValues(TypedDict, total=False):
+    """A dictionary entry's validated fields, as ``system.dictionary`` takes them."""
+
+    type_key: str
+    name: str
+    value: str
+    remark: str
+
+
+def _dict_values(validated: dict[str, Any]) -> DictEntryValues:
+    values = DictEntryValues()
+    for key in ("name", "value", "remark"):
+        if key in validated:
+            values[key] = validated[key]
     if "type" in validated:
         values["type_key"] = validated["type"]["key"]
     return values
