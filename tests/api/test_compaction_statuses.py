@@ -158,6 +158,7 @@ async def _asgi(method: str, path: str, token: str, body: bytes = b"") -> tuple[
     ]
     communicator = HttpCommunicator(ASGIHandler(), method, path, body=body, headers=headers)
     response = await communicator.get_response(timeout=30)
+    await communicator.wait(timeout=10)  # the handler closes its database connections
     return response["status"], response["body"]
 
 
