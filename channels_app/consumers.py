@@ -1,5 +1,9 @@
 """WebSocket consumers: authenticate, check access, validate, hand off to the gateway.
 
+Each parsed client frame goes to its ``on_<type>`` handler (``ChatFrame`` → ``on_chat``),
+as Channels sends each ``websocket.receive`` to ``websocket_receive`` and each layer event
+to its method; a handler calls one function below the socket.
+
 ``ChatConsumer`` speaks JSON (CONTRACT §5) at /ws/chat/; ``ChatHtmlConsumer``
 sends the same events as HTML fragments for the HTMX chat page at
 /ws/chat/html/?session=<id>. Neither holds business logic.
@@ -8,8 +12,10 @@ sends the same events as HTML fragments for the HTMX chat page at
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
@@ -20,6 +26,7 @@ from agents.access import SessionNotFound, session_for_user
 from agents.broadcast import apublish_to_owner
 from agents.events import Delta, ErrorEvent, MessageStored, ServerEvent, TurnDone
 from agents.leases import TURN, lease_seconds, new_holder, stop_here
+from channels_app import compaction_frames
 from channels_app.auth import RevocableSocket
 from channels_app.consumer_base import EventSocketConsumer
 from channels_app.framing import outgoing_limit
@@ -27,6 +34,7 @@ from channels_app.gateway import gateway
 from channels_app.html_encoder import render_event_html, render_stream_html
 from channels_app.protocol import (
     ChatFrame,
+    CompactFrame,
     NewChatFrame,
     PreviewAcceptFrame,
     PreviewDiscardFrame,
@@ -37,8 +45,6 @@ from channels_app.protocol import (
 from channels_app.stream_preview import StreamPreview
 from chat import control
 from chat.turn import AcceptedChat, accept_chat, accept_new_chat
-from compaction.preview import accept_for_socket, discard_for_socket
-from compaction.undo import undo_for_socket
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +57,30 @@ def _owned_session_id(user: Any, session_id: str) -> str | None:
         return str(session_for_user(user=user, session_id=session_id).pk)
     except SessionNotFound:
         return None
+
+
+class _SessionFrame(Protocol):
+    @property
+    def session_id(self) -> str: ...
+
+
+_Frame = TypeVar("_Frame", bound=_SessionFrame)
+
+
+def _in_session(
+    handler: Callable[[ChatConsumer, _Frame, str], Awaitable[None]],
+) -> Callable[[ChatConsumer, _Frame], Awaitable[None]]:
+    """A frame for a stored session: access through the one gate and the session's group
+    joined first (the work's events go there); an unknown or someone else's session is
+    refused, and the handler never runs."""
+
+    @functools.wraps(handler)
+    async def checked(consumer: ChatConsumer, frame: _Frame) -> None:
+        session_id = await consumer.join_session(frame.session_id)
+        if session_id is not None:
+            await handler(consumer, frame, session_id)
+
+    return checked
 
 
 class ChatConsumer(RevocableSocket, EventSocketConsumer):
@@ -68,66 +98,52 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
         await self.leave_groups()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Each client frame, validated (``channels_app.protocol``), to its ``on_<type>``."""
         frame = await self.parse_frame(text_data)
-        if frame is None:
+        if frame is not None:
+            await getattr(self, f"on_{frame.type}")(frame)
+
+    # --- one handler per frame type ------------------------------------------------------
+
+    async def on_chat(self, frame: ChatFrame) -> None:
+        """The access check, the store, the session's turn lease and (when it was free) the
+        turn's reads are one trip to the database; else the message is queued."""
+        holder = new_holder(TURN)
+        accepted = await accept_chat(
+            self.user, frame.session_id, frame.content, holder, lease_seconds()
+        )
+        if accepted is None:
+            await self.refuse_session(frame.session_id)
             return
-        if isinstance(frame, ChatFrame):
-            # The access check, the store, the session's turn lease and (when it was free)
-            # the turn's reads are one trip to the database; else the message is queued.
-            accepted = await accept_chat(
-                self.user,
-                frame.session_id,
-                frame.content,
-                new_holder(TURN),
-                lease_seconds(),
-            )
-            if accepted is None:
-                await self.refuse_session(frame.session_id)
-                return
-            await self.submit_accepted(accepted)
+        await self.submit_accepted(accepted)
+
+    async def on_new_chat(self, frame: NewChatFrame) -> None:
+        """The first message of a chat not stored yet: the chat is stored with it."""
+        holder = new_holder(TURN)
+        accepted = await accept_new_chat(
+            self.user, frame.agent_id, frame.content, holder, lease_seconds()
+        )
+        if accepted is None:
+            await self.send_event(ErrorEvent("no such agent", "unknown_agent"))
             return
-        if isinstance(frame, NewChatFrame):
-            accepted = await accept_new_chat(
-                self.user,
-                frame.agent_id,
-                frame.content,
-                new_holder(TURN),
-                lease_seconds(),
-            )
-            if accepted is None:
-                await self.send_event(ErrorEvent("no such agent", "unknown_agent"))
-                return
-            await self.submit_accepted(accepted)
+        await self.submit_accepted(accepted)
+
+    async def on_stop(self, frame: StopFrame) -> None:
+        """Stop the session's turn or compaction, in whichever process runs it."""
+        stop = await control.request_stop(self.user, frame.session_id)
+        if stop.session_id is None:
+            await self.refuse_session(frame.session_id)
             return
-        if isinstance(frame, StopFrame):
-            stop = await control.request_stop(self.user, frame.session_id)
-            if stop.session_id is None:
-                await self.refuse_session(frame.session_id)
-                return
-            await self.join_group(stop.session_id)
-            if stop.refusal is not None:
-                await self.send_event(stop.refusal)
-            return
-        session_id = await self.join_session(frame.session_id)
-        if session_id is None:
-            return
-        if isinstance(frame, RetryFrame):
-            await gateway.submit_retry(session_id=session_id, reply=self.send_event)
-            return
-        if isinstance(frame, UndoFrame):  # issue 17: events go to the session's group
-            await self._changed_or_refused(
-                session_id, await undo_for_socket(session_id, frame.compaction_id)
-            )
-            return
-        if isinstance(frame, PreviewAcceptFrame):  # issue 17: as an undo
-            refusal = await accept_for_socket(
-                session_id, frame.preview_id, frame.summary, self.user
-            )
-            await self._changed_or_refused(session_id, refusal)
-            return
-        if isinstance(frame, PreviewDiscardFrame):
-            await discard_for_socket(session_id, frame.preview_id)
-            return
+        await self.join_group(stop.session_id)
+        if stop.refusal is not None:
+            await self.send_event(stop.refusal)
+
+    @_in_session
+    async def on_retry(self, frame: RetryFrame, session_id: str) -> None:
+        await gateway.submit_retry(session_id=session_id, reply=self.send_event)
+
+    @_in_session
+    async def on_compact(self, frame: CompactFrame, session_id: str) -> None:
         await gateway.submit_compact(
             session_id=session_id,
             instructions=frame.instructions,
@@ -137,9 +153,29 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             user_id=self.user.pk,
         )
 
-    async def _changed_or_refused(self, session_id: str, refusal: ErrorEvent | None) -> None:
-        """After an undo or an accepted preview: the refusal to this socket (its events, the
-        token bar's included, went to the session's group)."""
+    @_in_session
+    async def on_undo(self, frame: UndoFrame, session_id: str) -> None:
+        await self._refused(
+            await compaction_frames.undo(self.user, session_id, frame.compaction_id)
+        )
+
+    @_in_session
+    async def on_preview_accept(self, frame: PreviewAcceptFrame, session_id: str) -> None:
+        refusal = await compaction_frames.accept_preview(
+            self.user, session_id, frame.preview_id, frame.summary
+        )
+        await self._refused(refusal)
+
+    @_in_session
+    async def on_preview_discard(self, frame: PreviewDiscardFrame, session_id: str) -> None:
+        refusal = await compaction_frames.discard_preview(self.user, session_id, frame.preview_id)
+        await self._refused(refusal)
+
+    # --- what the handlers share ---------------------------------------------------------
+
+    async def _refused(self, refusal: ErrorEvent | None) -> None:
+        """The refusal of a compaction control frame, to this socket (what it changed went
+        to the session's group: its events and the token bar)."""
         if refusal is not None:
             await self.send_event(refusal)
 
@@ -173,7 +209,7 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
         return session_id
 
     async def refuse_session(self, raw_session_id: str) -> None:
-        await self.send_event(ErrorEvent("no such session", "unknown_session", raw_session_id[:64]))
+        await self.send_event(compaction_frames.unknown_session(raw_session_id))
 
 
 class ChatHtmlConsumer(ChatConsumer):

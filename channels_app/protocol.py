@@ -1,7 +1,9 @@
 """Client frames of the WebSocket protocol (CONTRACT §5), parsed and validated.
 
 Pure: takes the raw text, returns a typed frame or raises ProtocolError with the
-message and reason the client is told. The consumer never looks inside a frame.
+message and reason the client is told. Each frame class names its ``type``: the consumer
+hands the frame to its ``on_<type>`` handler, as Channels hands a ``websocket.receive``
+message to ``websocket_receive`` (a ``chat`` frame that starts a chat is a ``new_chat``).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 MAX_CONTENT_CHARS = 200_000
 MAX_INSTRUCTIONS_CHARS = 2_000
@@ -25,6 +27,8 @@ class ProtocolError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ChatFrame:
+    type: ClassVar[str] = "chat"
+
     session_id: str
     content: str
 
@@ -34,12 +38,16 @@ class NewChatFrame:
     """A ``chat`` frame with ``agent`` and no ``sessionId``: the first message of a new chat
     with that agent (the chat is stored with it, never empty; issue 16)."""
 
+    type: ClassVar[str] = "new_chat"
+
     agent_id: int
     content: str
 
 
 @dataclass(frozen=True, slots=True)
 class CompactFrame:
+    type: ClassVar[str] = "compact"
+
     session_id: str
     instructions: str | None = None
     up_to: int | None = None  # a message id: compact only what comes before it (issue 17)
@@ -51,6 +59,8 @@ class PreviewAcceptFrame:
     """Apply a previewed compaction (issue 17 item 6), its summary replaced by ``summary``
     when given (an edit, kept in the audit)."""
 
+    type: ClassVar[str] = "preview_accept"
+
     session_id: str
     preview_id: int
     summary: str | None = None
@@ -59,6 +69,8 @@ class PreviewAcceptFrame:
 @dataclass(frozen=True, slots=True)
 class PreviewDiscardFrame:
     """Drop a previewed compaction; nothing is applied."""
+
+    type: ClassVar[str] = "preview_discard"
 
     session_id: str
     preview_id: int
@@ -69,6 +81,8 @@ class UndoFrame:
     """Undo a compaction (CONTRACT §7): ``compactionId`` names its record; absent, the
     latest one still in effect."""
 
+    type: ClassVar[str] = "undo"
+
     session_id: str
     compaction_id: int | None = None
 
@@ -77,12 +91,16 @@ class UndoFrame:
 class StopFrame:
     """End the session's running turn or compaction (CONTRACT §5)."""
 
+    type: ClassVar[str] = "stop"
+
     session_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class RetryFrame:
     """Run the session's last failed or stopped turn again (CONTRACT §5)."""
+
+    type: ClassVar[str] = "retry"
 
     session_id: str
 

@@ -29,14 +29,13 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
 import condense as core
 from agents import services
 from agents.broadcast import publish
-from agents.events import CompactionPreviewReady, ErrorEvent
+from agents.events import CompactionPreviewReady
 from agents.models import ChatSession, CompactionPreview, CompactionRecord
 from agents.reasons import wire_text
 from agents.storable import storable_text
@@ -385,42 +384,3 @@ def preview_accept(
 def preview_json(event: CompactionPreviewReady) -> dict[str, Any]:
     """The REST answer of a preview: the event's fields without ``type``."""
     return {k: v for k, v in event.to_json().items() if k != "type"}
-
-
-# --- the socket ------------------------------------------------------------------------------
-
-
-def _session(session_id: str) -> ChatSession:
-    return ChatSession.objects.select_related("agent__model_channel").get(pk=session_id)
-
-
-def _gone(session_id: str) -> ErrorEvent:
-    """A preview the socket names that is not there any more (or never was this chat's):
-    the history it stood for has moved on, so it is told as ``history_changed``."""
-    return ErrorEvent(wire_text("history_changed"), "history_changed", session_id)
-
-
-@database_sync_to_async
-def accept_for_socket(
-    session_id: str, preview_id: int, summary: str | None, editor: Any
-) -> ErrorEvent | None:
-    """A ``preview_accept`` frame (its session's access was checked): None when it applied
-    (the events went to the session's group), else the refusal to send back."""
-    try:
-        preview_accept(
-            session=_session(session_id), preview_id=preview_id, editor=editor, summary=summary
-        )
-    except PreviewNotFound:
-        return _gone(session_id)
-    except PreviewRefused as exc:
-        return ErrorEvent(exc.error, exc.reason, session_id)
-    return None
-
-
-@database_sync_to_async
-def discard_for_socket(session_id: str, preview_id: int) -> None:
-    """A ``preview_discard`` frame: a preview that is gone already is no error."""
-    try:
-        preview_discard(session=_session(session_id), preview_id=preview_id)
-    except PreviewNotFound:
-        pass

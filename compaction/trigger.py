@@ -13,8 +13,8 @@ from django.utils.translation import pgettext_lazy
 from agents import services
 from agents.events import CompactionSuggested, MeterReading, TokenUpdate
 from agents.models import ChatSession, CompactionMode
+from condense.policy import MIN_TAIL_MESSAGES
 
-MIN_TAIL_MESSAGES = 3
 PAUSE_AFTER_FAILURES = 2
 
 PAUSED_FAILURES = "自动压缩已暂停：连续两次失败"

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from channels.db import database_sync_to_async
 from django.db import transaction
 
 from agents import services
 from agents.broadcast import publish
-from agents.events import CompactionUndone, ErrorEvent
+from agents.events import CompactionUndone
 from agents.meter import publish_meter
 from agents.models import ChatSession, CompactionRecord
 from agents.reasons import wire_text
@@ -98,17 +97,3 @@ def _announce(session_id: str, outcome: UndoOutcome) -> None:
         ),
     )
     publish_meter(session_id)
-
-
-@database_sync_to_async
-def undo_for_socket(session_id: str, record_id: int | None) -> ErrorEvent | None:
-    """An ``undo`` frame (its session's access was checked): None when it was undone (the
-    events went to the session's group), else the refusal to send back."""
-    session = ChatSession.objects.select_related("agent").get(pk=session_id)
-    try:
-        compaction_undo(session=session, record_id=record_id)
-    except RecordNotFound:
-        return ErrorEvent(wire_text("nothing_to_undo"), "nothing_to_undo", session_id)
-    except UndoRefused as exc:
-        return ErrorEvent(exc.error, exc.reason, session_id)
-    return None

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The newest messages a compaction always keeps verbatim; the automatic trigger waits for
+# more history than the head and this many (``compaction.trigger``).
+MIN_TAIL_MESSAGES = 3
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionPolicy:
@@ -23,7 +27,7 @@ class CompactionPolicy:
     summary_ratio: float = 0.20
     chars_per_token: int = 4
     prune_min_chars: int = 200
-    min_tail_messages: int = 3
+    min_tail_messages: int = MIN_TAIL_MESSAGES
     serialize_head_chars: int = 4000
     serialize_tail_chars: int = 1500
     min_summary_chars: int = 200

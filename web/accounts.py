@@ -4,7 +4,7 @@ GET of the logout address gets a page with the button, not a 405) and login thro
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 from axes.backends import AxesStandaloneBackend
 from django.conf import settings
@@ -62,7 +62,15 @@ def lockout_response(
         return _lockout_response(request)
 
 
-def lockout_body() -> dict[str, Any]:
+class LockoutBody(TypedDict):
+    """The API's answer to a locked-out login (429)."""
+
+    detail: str
+    reason: str
+    retry_after: int
+
+
+def lockout_body() -> LockoutBody:
     """The API's answer to a locked-out login (429)."""
     seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
     return {"detail": lockout_message(), "reason": "login_locked", "retry_after": seconds}

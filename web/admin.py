@@ -7,6 +7,8 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from agents import configuration, services
@@ -76,7 +78,9 @@ class ModelChannelAdmin(admin.ModelAdmin):
     def key_set(self, obj: ModelChannel) -> bool:
         return obj.has_api_key
 
-    def save_model(self, request: Any, obj: ModelChannel, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: ModelChannel, form: forms.ModelForm, change: bool
+    ) -> None:
         """Saved as the pages and the API save: the default auxiliary model follows."""
         with transaction.atomic():
             super().save_model(request, obj, form, change)
@@ -129,7 +133,7 @@ class MessageInline(admin.TabularInline):
         text = obj.content or ("[tool calls]" if obj.tool_calls else "")
         return text if len(text) <= 160 else text[:157] + "…"
 
-    def has_add_permission(self, request: Any, obj: Any = None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: ChatSession | None = None) -> bool:
         return False
 
 
@@ -157,7 +161,7 @@ class ChatSessionAdmin(admin.ModelAdmin):
     actions = ["compact_selected"]
 
     @admin.action(description=_("Compact the selected sessions now"))
-    def compact_selected(self, request: Any, queryset: Any) -> None:
+    def compact_selected(self, request: HttpRequest, queryset: QuerySet[ChatSession]) -> None:
         for session in queryset:
             outcome = compact(CompactionRequest(str(session.pk), trigger="manual"))
             if outcome.status == "done":
@@ -177,10 +181,10 @@ class ChatSessionAdmin(admin.ModelAdmin):
                     request, f"{session}: {outcome.reason}: {outcome.error}", messages.ERROR
                 )
 
-    def delete_model(self, request: Any, obj: ChatSession) -> None:
+    def delete_model(self, request: HttpRequest, obj: ChatSession) -> None:
         services.session_delete(session=obj)
 
-    def delete_queryset(self, request: Any, queryset: Any) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ChatSession]) -> None:
         for session in queryset:  # one by one: each session's workspace goes with it
             services.session_delete(session=session)
 
@@ -237,13 +241,17 @@ class CompactionRecordAdmin(admin.ModelAdmin):
     list_select_related = ["session"]
     date_hierarchy = "started_at"
 
-    def get_readonly_fields(self, request: Any, obj: Any = None) -> list[str]:
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: CompactionRecord | None = None
+    ) -> list[str]:
         return [f.name for f in CompactionRecord._meta.fields]
 
-    def has_add_permission(self, request: Any) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+    def has_change_permission(
+        self, request: HttpRequest, obj: CompactionRecord | None = None
+    ) -> bool:
         return False
 
 

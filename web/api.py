@@ -8,28 +8,21 @@ the result. DRF policy (authentication, permissions, renderers) comes from the s
 ``login_not_required``: DRF's session and token authentication answer unauthenticated
 requests with JSON 401/403 instead of a redirect to the login page.
 
-Compaction waits for the auxiliary model for up to a minute or two, so
-``session_compact`` is an ``async`` Django view: DRF's policy (authentication with
-CSRF for cookie clients, the ownership check, body validation) runs briefly in a
-thread, the compaction runs in a worker thread of its own, and the event loop stays
-free for every other request and socket of the process meanwhile.
+Compaction waits for the auxiliary model for up to a minute or two; ``SessionCompactView``
+is still a plain DRF view (see there why the event loop stays free meanwhile).
 """
 
 from __future__ import annotations
 
-import gc
-import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlencode
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
-from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -64,12 +57,19 @@ from agents.models import Agent, ChatSession, ModelChannel
 from agents.selectors import HISTORY_VIEWS, HistoryView
 from agents.services import session_create, session_delete, session_rename
 from compaction import preview as compaction_preview
+from compaction.outcome import CompactionOutcome
 from compaction.request import CompactionRequest
 from compaction.run import acompact
 from system import dictionary
 from system.models import DictInfo
 from web.accounts import lockout_body
-from web.api_errors import JSONBodyParser, api_exception_handler, as_api_exception
+from web.api_errors import (
+    ExceptionHandler,
+    JSONBodyParser,
+    api_exception_handler,
+    as_api_exception,
+)
+from web.history_memory import history_served
 from web.serializers import (
     AgentSerializer,
     CompactRequestSerializer,
@@ -197,41 +197,6 @@ MESSAGES_MAX_LIMIT = 500
 MESSAGES_PAGE_CHARS = 2_000_000
 
 
-class _GarbageBudget:
-    """A full garbage collection once every ``budget`` characters of history served.
-
-    A sent response is still reachable from a reference cycle — Django's ASGI handler keeps
-    it in the frame a client's disconnect traceback holds, DRF puts it into its own
-    ``renderer_context`` — until the collector's oldest generation runs, which a server
-    process does rarely (``netaclaw.startup_heap``: young collections every 10,000
-    allocations, the start-up heap frozen). Large pages read over and over then piled up
-    (one process: +1 GiB, dropping to 226 MiB on one ``gc.collect()``). Collecting after
-    every few megabytes of pages keeps a process flat; with the heap frozen a collection
-    walks only what was made since start-up (a few milliseconds).
-    """
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-        self.pending = 0
-        self._lock = threading.Lock()
-
-    def spend(self, chars: int) -> None:
-        with self._lock:
-            self.pending += chars
-            due = self.pending >= self.budget
-            if due:
-                self.pending = 0
-        if due:
-            gc.collect()
-
-
-_history_garbage = _GarbageBudget(budget=4 * MESSAGES_PAGE_CHARS)
-
-
-def _page_chars(messages: list[Any]) -> int:
-    return sum(len(m.content) for m in messages)
-
-
 class _BadQuery(ValueError):
     """A bad query parameter: answered 400 ``{"error", "reason"}``."""
 
@@ -317,7 +282,7 @@ class SessionMessagesView(ApiView):
             )
         except MessageNotFound as exc:
             raise exceptions.NotFound(_("No such message.")) from exc
-        _history_garbage.spend(_page_chars(page.messages))
+        history_served(page.messages)
         next_url = None
         if page.has_earlier:
             query = urlencode({"view": view, "limit": limit, "before": page.first_id})
@@ -355,7 +320,7 @@ class SessionMessageDetailView(ApiView):
             message = message_for_session(session=session, message_id=message_id)
         except MessageNotFound as exc:
             raise exceptions.NotFound(_("No such message.")) from exc
-        _history_garbage.spend(_page_chars([message]))
+        history_served([message])
         return Response(message_to_json(message, view=view))
 
 
@@ -434,33 +399,71 @@ def _error_reason_handler(exc: Exception, context: dict[str, Any]) -> Response |
     return response
 
 
-class SessionCompactGate(ApiView):
-    """DRF's policy for the async ``session_compact`` view; not routed by itself.
+async def _compact(checked: CompactRequest) -> CompactionOutcome:
+    """The compaction (or its preview); it publishes the token bar's new reading itself."""
+    if checked.preview:
+        outcome = await compaction_preview.apreview(
+            checked.session_id,
+            created_by=checked.user_id,
+            instructions=checked.instructions,
+            trigger="api",
+            up_to=checked.up_to,
+        )
+    else:
+        outcome = await acompact(
+            CompactionRequest(
+                checked.session_id,
+                instructions=checked.instructions,
+                trigger="api",
+                up_to=checked.up_to,
+            )
+        )
+    return outcome
 
-    ``check`` runs DRF's authentication (session cookie with CSRF, or token),
-    permissions and throttles, the ownership gate and the body serializer, exactly
-    as ``APIView.dispatch`` would, and renders any refusal with DRF's exception
-    handling. ``session_compact.cls`` points here, so drf-spectacular documents the
-    endpoint from ``post`` below.
+
+def _outcome_response(outcome: CompactionOutcome) -> Response:
+    if outcome.status == "previewed" and isinstance(outcome.event, CompactionPreviewReady):
+        return Response(compaction_preview.preview_json(outcome.event))
+    if outcome.status == "done":
+        return Response(
+            {
+                "removed_count": outcome.removed_count,
+                "summary_message_id": outcome.summary_message_id,
+                "tokens_before": outcome.tokens_before,
+                "tokens_after": outcome.tokens_after,
+                "compaction_id": outcome.record_id,
+            }
+        )
+    if outcome.status == "skipped":
+        reason = "in_progress"
+        message = reasons.message(reason)  # in the request's language
+    else:
+        fallback = "nothing_to_compact" if outcome.status == "nothing" else "internal_error"
+        reason = outcome.reason or fallback
+        message = outcome.error or reasons.wire_text(
+            reason if reason in reasons.REASONS else fallback
+        )
+    return Response({"error": message, "reason": reason}, status=reasons.http_status(reason))
+
+
+class SessionCompactView(ApiView):
+    """``POST /api/sessions/<id>/compact/`` ``{"instructions"?, "upTo"?, "preview"?}``
+    (CONTRACT §4, §7; ``preview``: README "Preview before applying").
+
+    A plain DRF view: authentication (session cookie with CSRF, or token), permissions,
+    throttles, the ownership gate and the body serializer run as for every endpoint, and
+    every refusal is ``{"error", "reason"}`` (``get_exception_handler``). The compaction
+    waits for the auxiliary model for up to a minute or two: under ASGI, Django runs each
+    request's sync view in a thread of its own, the compaction runs on the event loop and
+    in a thread of its own (``compaction.run.acompact``), and the loop stays free
+    for every other request and socket of the process meanwhile.
     """
 
+    http_method_names = ["post"]
     parser_classes = [JSONBodyParser]
 
-    def get_exception_handler(self) -> Any:
+    def get_exception_handler(self) -> ExceptionHandler:
         return _error_reason_handler
-
-    def check(self, request: HttpRequest, session_id: str) -> CompactRequest | HttpResponse:
-        self.args, self.kwargs = (), {"session_id": session_id}
-        drf_request = self.initialize_request(request, session_id=session_id)
-        self.request = drf_request
-        self.headers = self.default_response_headers
-        try:
-            self.initial(drf_request, session_id=session_id)
-            if drf_request.method != "POST":
-                raise exceptions.MethodNotAllowed(drf_request.method or "")
-            return self.post(drf_request, session_id)
-        except Exception as exc:
-            return self.respond(self.handle_exception(exc))
 
     @extend_schema(
         parameters=[SESSION_ID],
@@ -485,83 +488,19 @@ class SessionCompactGate(ApiView):
             + _STATUS_MEANING_DOC
         ),
     )
-    def post(self, request: Request, session_id: str) -> CompactRequest:
-        """Validation only: the compaction itself runs in ``session_compact``."""
+    def post(self, request: Request, session_id: str) -> Response:
         session = _own_session(request, session_id)
         body = CompactPreviewRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        return CompactRequest(
+        checked = CompactRequest(
             str(session.pk),
             data["instructions"],
             data["upTo"],
             preview=data["preview"],
             user_id=request.user.pk,
         )
-
-    def respond(self, response: Response) -> Response:
-        response = self.finalize_response(self.request, response)
-        response.render()
-        return response
-
-
-def _outcome_response(outcome: Any) -> Response:
-    if outcome.status == "done":
-        return Response(
-            {
-                "removed_count": outcome.removed_count,
-                "summary_message_id": outcome.summary_message_id,
-                "tokens_before": outcome.tokens_before,
-                "tokens_after": outcome.tokens_after,
-                "compaction_id": outcome.record_id,
-            }
-        )
-    if outcome.status == "skipped":
-        reason = "in_progress"
-        message = reasons.message(reason)  # in the request's language
-    else:
-        fallback = "nothing_to_compact" if outcome.status == "nothing" else "internal_error"
-        reason = outcome.reason or fallback
-        message = outcome.error or reasons.wire_text(
-            reason if reason in reasons.REASONS else fallback
-        )
-    return Response({"error": message, "reason": reason}, status=reasons.http_status(reason))
-
-
-@login_not_required
-@csrf_exempt
-async def session_compact(request: HttpRequest, session_id: str) -> HttpResponse:
-    """``POST /api/sessions/<id>/compact/`` ``{"instructions"?, "upTo"?, "preview"?}``
-    (CONTRACT §4, §7; ``preview``: README "Preview before applying")."""
-    gate = SessionCompactGate()
-    checked = await sync_to_async(gate.check)(request, session_id)
-    if isinstance(checked, HttpResponse):
-        return checked
-    if checked.preview:
-        outcome = await compaction_preview.apreview(
-            checked.session_id,
-            created_by=checked.user_id,
-            instructions=checked.instructions,
-            trigger="api",
-            up_to=checked.up_to,
-        )
-    else:
-        outcome = await acompact(
-            CompactionRequest(
-                checked.session_id,
-                instructions=checked.instructions,
-                trigger="api",
-                up_to=checked.up_to,
-            )
-        )
-    if outcome.status == "previewed" and isinstance(outcome.event, CompactionPreviewReady):
-        return gate.respond(Response(compaction_preview.preview_json(outcome.event)))
-    return gate.respond(_outcome_response(outcome))
-
-
-# What APIView.as_view() leaves on its result; drf-spectacular lists the endpoint by it.
-session_compact.cls = SessionCompactGate  # type: ignore[attr-defined]
-session_compact.initkwargs = {}  # type: ignore[attr-defined]
+        return _outcome_response(async_to_sync(_compact)(checked))
 
 
 # --- agents ---------------------------------------------------------------------------
@@ -703,8 +642,20 @@ def _dict_entry(entry_id: int) -> DictInfo:
     return entry
 
 
-def _dict_values(validated: dict[str, Any]) -> dict[str, Any]:
-    values = {k: validated[k] for k in ("name", "value", "remark") if k in validated}
+class DictEntryValues(TypedDict, total=False):
+    """A dictionary entry's validated fields, as ``system.dictionary`` takes them."""
+
+    type_key: str
+    name: str
+    value: str
+    remark: str
+
+
+def _dict_values(validated: dict[str, Any]) -> DictEntryValues:
+    values = DictEntryValues()
+    for key in ("name", "value", "remark"):
+        if key in validated:
+            values[key] = validated[key]
     if "type" in validated:
         values["type_key"] = validated["type"]["key"]
     return values

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
 from agents import accounts, reasons
 from web.api_errors import ReasonedError
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+    from rest_framework.authtoken.models import Token
 
 
 class TokenExpired(exceptions.AuthenticationFailed, ReasonedError):
@@ -24,7 +28,7 @@ class ExpiringTokenAuthentication(TokenAuthentication):
     """``Authorization: Token <key>``, refused once the token is older than
     ``NETACLAW_TOKEN_TTL_SECONDS`` (a password change deletes the user's tokens)."""
 
-    def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
+    def authenticate_credentials(self, key: str) -> tuple[AbstractBaseUser, Token]:
         try:
             token = accounts.valid_token(key)
         except accounts.TokenExpired:

@@ -9,6 +9,7 @@ nested deeper than Python can decode is DRF's 400 parse error instead of a 500.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -19,6 +20,9 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 
 from agents import reasons
+
+# DRF's exception handler: the exception and DRF's context (view, args, kwargs, request)
+ExceptionHandler = Callable[[Exception, dict[str, Any]], Response | None]
 
 
 class ReasonedError(exceptions.APIException):

@@ -22,7 +22,11 @@ urlpatterns = [
         api_compactions.SessionMessageView.as_view(),  # GET, and PATCH (issue 17)
         name="session-message",
     ),
-    path("sessions/<str:session_id>/compact/", api.session_compact, name="session-compact"),
+    path(
+        "sessions/<str:session_id>/compact/",
+        api.SessionCompactView.as_view(),
+        name="session-compact",
+    ),
     path(
         "sessions/<str:session_id>/compact/previews/<int:preview_id>/",
         api_compactions.SessionCompactionPreviewView.as_view(),  # DELETE (issue 17)

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django import forms
 from django.http import Http404, HttpRequest, HttpResponse
@@ -33,10 +33,13 @@ from compaction.controls import SUMMARY_MAX_CHARS, EditRefused, message_pin, sum
 from condense import summary_body, with_summary_body
 from web.page_access import HtmxHttpRequest, own_session
 
+if TYPE_CHECKING:  # django-stubs' type of a lazy translation (a development dependency)
+    from django_stubs_ext import StrPromise
+
 # what chat.js reloads the message list on (an original a pin brought back shows in place)
 HISTORY_CHANGED = "netaclaw:history-changed"
 
-FACT_KINDS: dict[str, Any] = {
+FACT_KINDS: dict[str, StrPromise] = {
     "number": gettext_lazy("number"),
     "path": gettext_lazy("file path"),
     "url": gettext_lazy("URL"),
@@ -44,7 +47,7 @@ FACT_KINDS: dict[str, Any] = {
 }
 
 
-ROLES: dict[str, Any] = {
+ROLES: dict[str, StrPromise] = {
     "user": gettext_lazy("user"),
     "assistant": gettext_lazy("assistant"),
     "tool": gettext_lazy("tool result"),
@@ -98,7 +101,7 @@ class SummaryEditView:
     previous: str
 
 
-def _own_summary(request: HttpRequest, session_id: Any, message_id: int) -> Message:
+def _own_summary(request: HttpRequest, session_id: uuid.UUID, message_id: int) -> Message:
     session = own_session(request, session_id)
     try:
         summary = summary_for_session(session=session, message_id=message_id)
@@ -153,6 +156,25 @@ def _edits(raw: Iterable[dict[str, Any]]) -> list[SummaryEditView]:
     return views[::-1]
 
 
+class DrawerContext(TypedDict):
+    """What the drawer and the summary page show of a summary."""
+
+    summary: Message
+    summary_body: str
+    replaced_count: int
+    session_id: str
+    instructions: str
+    undone: bool
+    editable: bool
+    form: SummaryEditForm
+    edit_error: str
+    saved: bool
+    edits: list[SummaryEditView]
+    dropped_groups: list[DroppedGroup]
+    dropped_count: int
+    in_drawer: bool
+
+
 def drawer_context(
     request: HttpRequest,
     summary: Message,
@@ -160,7 +182,7 @@ def drawer_context(
     form: SummaryEditForm | None = None,
     error: str = "",
     saved: bool = False,
-) -> dict[str, Any]:
+) -> DrawerContext:
     """What the drawer and the summary page show of ``summary``."""
     session = summary.session
     record = records.record_of_summary(summary)
@@ -190,10 +212,16 @@ def drawer_context(
 
 
 def render_summary(
-    request: HtmxHttpRequest, summary: Message, *, status: int = 200, **extra: Any
+    request: HtmxHttpRequest,
+    summary: Message,
+    *,
+    status: int = 200,
+    form: SummaryEditForm | None = None,
+    error: str = "",
+    saved: bool = False,
 ) -> HttpResponse:
     """The drawer for htmx, else the summary page."""
-    context = drawer_context(request, summary, **extra)
+    context = drawer_context(request, summary, form=form, error=error, saved=saved)
     template = "chat/partials/summary_drawer.html" if request.htmx else "chat/summary_page.html"
     return render(request, template, context, status=status)
 

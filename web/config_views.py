@@ -12,6 +12,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.forms import BaseForm
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -22,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agents.access import SessionNotFound, agent_for_user, agents_for_user, session_for_user
 from agents.auxiliary import auxiliary_choice, default_auxiliary_channel, default_auxiliary_set
-from agents.channel_check import channel_test, window_in_use
+from agents.channel_check import ChannelTest, channel_test, window_in_use
 from agents.configuration import (
     AgentInUse,
     agent_create,
@@ -34,7 +35,7 @@ from agents.configuration import (
     channel_update,
 )
 from agents.models import Agent, ModelChannel
-from web.forms import AgentForm, ChannelForm
+from web.forms import AgentForm, AgentInitial, ChannelForm
 
 View = Callable[..., HttpResponse]
 
@@ -65,7 +66,7 @@ def _editable_agent(request: HttpRequest, agent_id: int) -> Agent:
     return agent
 
 
-def _apply_model_errors(form: Any, error: ValidationError) -> None:
+def _apply_model_errors(form: BaseForm, error: ValidationError) -> None:
     for field, problems in error.message_dict.items():
         form.add_error(field if field in form.fields else None, problems)
 
@@ -86,13 +87,13 @@ def agent_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _agent_form(request: HttpRequest, **kwargs: Any) -> AgentForm:
+def _agent_form(request: HttpRequest, *, initial: AgentInitial | None = None) -> AgentForm:
     """Bound to the POST, if any; staff may share an agent with every user."""
     return AgentForm(
         request.POST if request.method == "POST" else None,
         can_share=bool(request.user.is_staff),
         default_auxiliary=default_auxiliary_channel(),
-        **kwargs,
+        initial=initial,
     )
 
 
@@ -243,7 +244,11 @@ def _after_save(request: HttpRequest, channel: ModelChannel, default_before: int
 
 
 def _channel_page(
-    request: HttpRequest, form: ChannelForm, channel: ModelChannel | None, **extra: Any
+    request: HttpRequest,
+    form: ChannelForm,
+    channel: ModelChannel | None,
+    *,
+    result: ChannelTest | None = None,
 ) -> HttpResponse:
     default = default_auxiliary_channel()
     context = {
@@ -251,7 +256,7 @@ def _channel_page(
         "channel": channel,
         "window": window_in_use(channel) if channel is not None else None,
         "is_default": channel is not None and default is not None and default.pk == channel.pk,
-        **extra,
+        "result": result,
     }
     return render(request, "channels/channel_form.html", context)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from django import forms
 from django.db.models import QuerySet
@@ -68,6 +68,37 @@ class NewChatForm(forms.Form):
     def __init__(self, *args: Any, agents: QuerySet[Agent], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         model_choice(self, "agent").queryset = agents
+
+
+class AgentInitial(TypedDict):
+    """An agent's settings as its form shows them (channels by id, ``shared``: no owner)."""
+
+    name: str
+    system_prompt: str
+    model_channel: int | None
+    auxiliary_model_channel: int | None
+    compaction_strategy: str
+    compaction_threshold_percent: int
+    compaction_protect_first_n: int
+    compaction_reground: bool
+    search_history_enabled: bool
+    compaction_notes: bool
+    compaction_mode: str
+    compaction_instructions: str
+    compaction_token_cap: int | None
+    shared: bool
+
+
+class ChannelInitial(TypedDict):
+    """A channel's settings as its form shows them (never its key)."""
+
+    name: str
+    provider: str
+    base_url: str
+    model: str
+    context_window: int | None
+    is_auxiliary: bool
+    enabled: bool
 
 
 class AgentForm(forms.Form):
@@ -222,7 +253,7 @@ class AgentForm(forms.Form):
             )
 
     @classmethod
-    def initial_for(cls, agent: Agent) -> dict[str, Any]:
+    def initial_for(cls, agent: Agent) -> AgentInitial:
         return {
             "name": agent.name,
             "system_prompt": agent.system_prompt,
@@ -310,7 +341,7 @@ class ChannelForm(forms.Form):
             )
 
     @classmethod
-    def initial_for(cls, channel: ModelChannel) -> dict[str, Any]:
+    def initial_for(cls, channel: ModelChannel) -> ChannelInitial:
         return {
             "name": channel.name,
             "provider": channel.provider,

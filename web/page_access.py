@@ -3,7 +3,7 @@ id is a 404, never a 403 that would confirm it exists)."""
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
 
 from django.http import Http404, HttpRequest
 from django.utils.translation import gettext as _
@@ -17,7 +17,7 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def own_session(request: HttpRequest, session_id: Any) -> ChatSession:
+def own_session(request: HttpRequest, session_id: uuid.UUID | str) -> ChatSession:
     try:
         return session_for_user(user=request.user, session_id=session_id)
     except SessionNotFound as exc:

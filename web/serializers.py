@@ -8,7 +8,7 @@ REST, WebSocket and export), never here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
@@ -39,10 +39,13 @@ from compaction.controls import SUMMARY_MAX_CHARS
 from system.dictionary import DEFAULT_AUXILIARY_CHANNEL, NETACLAW_TYPE_KEY
 from system.models import DictInfo
 
+if TYPE_CHECKING:  # django-stubs' type of a text or a lazy translation (development only)
+    from django_stubs_ext import StrOrPromise
+
 INSTRUCTIONS_MAX_CHARS = 2000
 
 
-def _range_messages(field: str, low: int, high: int) -> dict[str, Any]:
+def _range_messages(field: str, low: int, high: int) -> dict[str, StrOrPromise]:
     message = format_lazy(
         _("{field} must be between {low} and {high}."), field=field, low=low, high=high
     )

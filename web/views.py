@@ -4,9 +4,10 @@ through services; presentation values come from ``web.presentation``."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TypedDict
 
 from django.contrib import messages
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -40,7 +41,7 @@ from compaction.trigger import suggestion_standing
 from web.chat_forms import RenameChatForm
 from web.forms import NewChatForm
 from web.page_access import HtmxHttpRequest, own_session
-from web.presentation import MeterView, channel_label, message_view
+from web.presentation import MessageView, MeterView, channel_label, message_view
 
 SIDEBAR_SIZE = 50
 
@@ -54,7 +55,35 @@ def _channel_missing(agent: Agent) -> bool:
     return channel is None or not channel.enabled
 
 
-def _sidebar(request: HttpRequest) -> dict[str, Any]:
+class Sidebar(TypedDict):
+    """The chat list beside every chat page."""
+
+    sidebar_sessions: QuerySet[ChatSession]
+    agents: list[Agent]  # those that can answer first: the new-chat select's order
+
+
+class HistoryPage(TypedDict):
+    """One page of a chat's messages (the page, and its "load earlier" fragment)."""
+
+    page_messages: list[MessageView]
+    has_earlier: bool
+    first_id: int | None
+    session_id: str
+    view: HistoryView
+
+
+class ChatAgent(TypedDict):
+    """What the chat page shows of its agent, saved chat or not."""
+
+    agent: Agent
+    channel_missing: bool
+    can_edit_agent: bool
+    current_agent_id: int
+    waiting_model: str
+    waiting_auxiliary: str
+
+
+def _sidebar(request: HttpRequest) -> Sidebar:
     # Agents that can answer come first in the new-chat select.
     agents = sorted(
         agents_for_user(user=request.user).select_related("model_channel"),
@@ -68,7 +97,7 @@ def _sidebar(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def _page_context(session: ChatSession, view: HistoryView, before_id: int | None) -> dict[str, Any]:
+def _page_context(session: ChatSession, view: HistoryView, before_id: int | None) -> HistoryPage:
     page = history_page(session=session, view=view, before_id=before_id)
     return {
         "page_messages": [message_view(message_to_json(m, view=view)) for m in page.messages],
@@ -87,16 +116,13 @@ def _turn_running(session: ChatSession) -> bool:
 
 @require_GET
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    context = _sidebar(request)
-    agents = context["agents"]
-    context.update(
-        {
-            "agents": agents,
-            "sessions": context["sidebar_sessions"],
-            "agents_without_channel": [a for a in agents if _channel_missing(a)],
-            "current_session_id": "",
-        }
-    )
+    sidebar = _sidebar(request)
+    context = {
+        **sidebar,
+        "sessions": sidebar["sidebar_sessions"],
+        "agents_without_channel": [a for a in sidebar["agents"] if _channel_missing(a)],
+        "current_session_id": "",
+    }
     return render(request, "chat/session_list.html", context)
 
 
@@ -106,8 +132,9 @@ def _new_chat_agent(
     """The agent a new chat talks to: the one of ``from_session`` (404 for a chat not the
     user's), the chosen ``agent``, or — asked for none — the first of ``listed`` (the
     sidebar's, those that can answer first)."""
-    if params.get("from_session"):
-        return own_session(request, params["from_session"]).agent
+    from_session = params.get("from_session")
+    if from_session:
+        return own_session(request, from_session).agent
     if "agent" not in params:
         return listed[0] if listed else None
     form = NewChatForm(params, agents=agents_for_user(user=request.user))
@@ -122,8 +149,7 @@ def _auxiliary_channel(agent: Agent) -> ModelChannel | None:
         return None
 
 
-def _chat_context(request: HtmxHttpRequest, agent: Agent) -> dict[str, Any]:
-    """What the chat page shows of its agent, saved chat or not."""
+def _chat_context(request: HtmxHttpRequest, agent: Agent) -> ChatAgent:
     channel = agent.model_channel
     return {
         "agent": agent,
@@ -142,29 +168,28 @@ def session_new(request: HtmxHttpRequest) -> HttpResponse:
     with ``agent``, ``chat.turn.accept_new_chat``), so New chat never leaves an empty chat
     behind. A POST (older pages) only sends the browser to that page."""
     params = request.POST if request.method == "POST" else request.GET
-    context = _sidebar(request)
-    agent = _new_chat_agent(request, params, context["agents"])
+    sidebar = _sidebar(request)
+    agent = _new_chat_agent(request, params, sidebar["agents"])
     if agent is None:
         messages.error(request, _("Choose one of your agents to start a chat."))
         return redirect("chat:index")
     if request.method == "POST":
         url = f"{reverse('chat:new')}?agent={agent.pk}"
         return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    context.update(_chat_context(request, agent))
     unsaved = ChatSession(agent=agent)  # the meter of a chat with nothing in it yet
-    context.update(
-        {
-            "session": None,
-            "page_messages": [],
-            "has_earlier": False,
-            "view": "compacted",
-            "meter": MeterView(meter_read(session=unsaved, visible=VisibleTokens(0, 0, 0))),
-            "busy": False,
-            "queued_messages": [],
-            "current_session_id": "",
-            "ws_url": "/ws/chat/html/",
-        }
-    )
+    context = {
+        **sidebar,
+        **_chat_context(request, agent),
+        "session": None,
+        "page_messages": [],
+        "has_earlier": False,
+        "view": "compacted",
+        "meter": MeterView(meter_read(session=unsaved, visible=VisibleTokens(0, 0, 0))),
+        "busy": False,
+        "queued_messages": [],
+        "current_session_id": "",
+        "ws_url": "/ws/chat/html/",
+    }
     return render(request, "chat/session.html", context)
 
 
@@ -173,26 +198,24 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
     session = own_session(request, session_id)
     view = _history_view(request)
     agent = session.agent
-    context = _sidebar(request)
-    context.update(_page_context(session, view, None))
-    context.update(_chat_context(request, agent))
     busy = _turn_running(session)
     reading = context_reading(session=session)  # with its breakdown: the context panel
-    context.update(
-        {
-            "session": session,
-            "meter": MeterView(reading),
-            "suggest_compaction": suggestion_standing(session=session, reading=reading),
-            # a turn runs (Stop is shown); messages sent meanwhile wait as chips under it
-            "busy": busy,
-            "busy_seconds": _turn_seconds(session) if busy else 0,
-            "queued_messages": [
-                message_view(message_to_json(m)) for m in queued_messages(session=session)
-            ],
-            "current_session_id": str(session.pk),
-            "ws_url": f"/ws/chat/html/?session={session.pk}",
-        }
-    )
+    context = {
+        **_sidebar(request),
+        **_page_context(session, view, None),
+        **_chat_context(request, agent),
+        "session": session,
+        "meter": MeterView(reading),
+        "suggest_compaction": suggestion_standing(session=session, reading=reading),
+        # a turn runs (Stop is shown); messages sent meanwhile wait as chips under it
+        "busy": busy,
+        "busy_seconds": _turn_seconds(session) if busy else 0,
+        "queued_messages": [
+            message_view(message_to_json(m)) for m in queued_messages(session=session)
+        ],
+        "current_session_id": str(session.pk),
+        "ws_url": f"/ws/chat/html/?session={session.pk}",
+    }
     return render(request, "chat/session.html", context)
 
 

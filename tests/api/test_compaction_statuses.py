@@ -9,14 +9,21 @@ open on the session get the new ``token_update``.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
 from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
+from channels.testing import HttpCommunicator
+from django.core.handlers.asgi import ASGIHandler
 from django.test import AsyncClient
+from django.urls import resolve
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
+from rest_framework.views import APIView
 
 from agents import reasons
 from agents.models import ChatSession
@@ -25,6 +32,7 @@ from scripted_llm import Reply, ScriptedLLMServer
 from tests.support.history import session_to_compact
 from tests.support.sockets import connect
 from tests.support.summaries import SUMMARY
+from web.api import ApiView, SessionCompactView
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,3 +137,47 @@ async def test_an_open_page_gets_the_token_update_of_a_rest_compaction() -> None
     meter = frames[-1]
     after = body["tokens_after"]
     assert f'aria-valuenow="{after}"' in meter, meter[:800]
+
+
+def test_the_compact_endpoint_is_a_plain_drf_view() -> None:
+    """Issue 23: DRF's own dispatch runs its policy (no hand-run copy of ``APIView.dispatch``
+    beside an async function view)."""
+    view = resolve("/api/sessions/00000000-0000-0000-0000-000000000000/compact/").func
+    assert view.view_class is SessionCompactView  # type: ignore[attr-defined]
+    assert issubclass(SessionCompactView, APIView)
+    assert SessionCompactView.dispatch is ApiView.dispatch  # DRF's, behind the login mark
+
+
+async def _asgi(method: str, path: str, token: str, body: bytes = b"") -> tuple[int, bytes]:
+    """One request through Django's own ASGI handler, as Daphne serves it (each request's
+    sync view in a thread of its own; Django's ``AsyncClient`` shares one thread)."""
+    headers = [
+        (b"host", b"localhost"),
+        (b"authorization", f"Token {token}".encode()),
+        (b"content-type", b"application/json"),
+    ]
+    communicator = HttpCommunicator(ASGIHandler(), method, path, body=body, headers=headers)
+    response = await communicator.get_response(timeout=30)
+    await communicator.wait(timeout=10)  # the handler closes its database connections
+    return response["status"], response["body"]
+
+
+async def test_other_requests_are_answered_while_a_rest_compaction_waits() -> None:
+    """The auxiliary model takes 2 s: meanwhile the process answers other API requests."""
+    with ScriptedLLMServer(responder=lambda b, w: Reply(text=SUMMARY, delay=2.0)) as llm:
+        session = await database_sync_to_async(session_to_compact)(llm)
+        token = await database_sync_to_async(
+            lambda: Token.objects.get_or_create(user=session.owner)[0].key
+        )()
+        compact = f"/api/sessions/{session.pk}/compact/"
+        compacting = asyncio.ensure_future(_asgi("POST", compact, token, b"{}"))
+        await sync_to_async(llm.wait_for_requests, thread_sensitive=False)(
+            1
+        )  # the summary is being written
+        started = time.monotonic()
+        listed, _ = await _asgi("GET", "/api/sessions/", token)
+        answered_in = time.monotonic() - started
+        assert not compacting.done(), answered_in
+        status, body = await compacting
+    assert listed == 200 and answered_in < 1.0, answered_in
+    assert status == 200 and json.loads(body)["removed_count"] > 0, body

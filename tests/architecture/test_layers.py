@@ -1,157 +1,54 @@
 """The layers, checked on the import graph (``ast``): arrows only point down.
 
 project (netaclaw) → web / socket (channels_app) → chat → recall → compaction → domain
-(agents, system) → llm, condense. Nothing imports upwards, and no first-party import hides
-inside a function to dodge a cycle.
+(agents, system) → llm, condense; beside the product, ``scripted_llm`` and ``bench`` may
+import it and it never imports them. Nothing imports upwards or outside its package's list
+(``tests/architecture/import_graph.py``: exact lists for ``llm`` and ``condense``), relative
+imports included, and no first-party import hides inside a function to dodge a cycle
+(except ``AppConfig.ready``). ``test_layer_checker.py`` plants each kind of upward import
+and sees the checker refuse it.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-FIRST_PARTY = (
-    "netaclaw",
-    "condense",
-    "web",
-    "channels_app",
-    "chat",
-    "recall",
-    "compaction",
-    "agents",
-    "system",
-    "llm",
-)
+from tests.architecture import import_graph as graph
 
-# package → first-party packages it must never import (checked as prefixes)
-NEVER = {
-    "netaclaw": (),
-    "llm": (
-        "netaclaw",
-        "web",
-        "channels_app",
-        "chat",
-        "recall",
-        "compaction",
-        "agents",
-        "system",
-    ),
-    "condense": (
-        "netaclaw",
-        "compaction",
-        "web",
-        "channels_app",
-        "chat",
-        "recall",
-        "agents",
-        "system",
-        "llm",
-    ),
-    "agents": ("netaclaw", "web", "channels_app", "chat", "recall", "compaction"),
-    "system": ("netaclaw", "web", "channels_app", "chat", "recall", "compaction", "agents"),
-    "compaction": ("netaclaw", "web", "channels_app", "chat", "recall"),
-    "recall": ("netaclaw", "web", "channels_app", "chat"),
-    "chat": ("netaclaw", "web", "channels_app"),
-    "web": ("netaclaw", "channels_app"),
-    "channels_app": ("netaclaw",),
-}
-# the domain may use the pure core (its value types and estimates), nothing else of compaction
-ALLOWED = {"agents": ("condense",), "llm": ("condense.types",)}
-# Django's own convention: an app registers its system checks and signal receivers in ready()
-LOCAL_IMPORT_ALLOWED = {
-    ("netaclaw/apps.py", "netaclaw"),
-    ("agents/apps.py", "agents"),
-    ("recall/apps.py", "agents"),
-    ("recall/apps.py", "recall"),
-}
-
-
-def _modules() -> list[tuple[str, Path]]:
-    found = []
-    for package in FIRST_PARTY:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            if "migrations" in path.parts:
-                continue
-            relative = path.relative_to(ROOT).with_suffix("")
-            name = ".".join(relative.parts).removesuffix(".__init__")
-            found.append((name, path))
-    return found
-
-
-def _imports(tree: ast.AST) -> list[tuple[str, ast.stmt]]:
-    result: list[tuple[str, ast.stmt]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            result += [(alias.name, node) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            result.append((node.module, node))
-            result += [(f"{node.module}.{alias.name}", node) for alias in node.names]
-    return result
-
-
-def _owner(module: str) -> str:
-    """The most specific package of NEVER that ``module`` belongs to."""
-    best = ""
-    for package in NEVER:
-        if (module == package or module.startswith(package + ".")) and len(package) > len(best):
-            best = package
-    return best
-
-
-def _matches(target: str, prefixes: tuple[str, ...]) -> bool:
-    return any(target == p or target.startswith(p + ".") for p in prefixes)
-
-
-MODULES = _modules()
+ROOT = graph.ROOT
+MODULES = list(graph.modules())
 
 
 def test_the_layers_cover_the_code() -> None:
-    assert len(MODULES) > 60
-    assert all(_owner(name) for name, _ in MODULES)
+    """Every package at the top of the repository is scanned (or is the test suite), and
+    every scanned package has its list of what it may import."""
+    assert len(MODULES) > 150
+    assert graph.top_level_packages() == {*graph.SCANNED, "tests"}
+    assert set(graph.MAY_IMPORT) == set(graph.SCANNED)
+    assert {name.split(".")[0] for name, _, _ in MODULES} == set(graph.SCANNED)
 
 
-@pytest.mark.parametrize(("module", "path"), MODULES, ids=[m for m, _ in MODULES])
-def test_no_import_points_upwards(module: str, path: Path) -> None:
-    owner = _owner(module)
-    tree = ast.parse(path.read_text(), filename=str(path))
-    wrong = sorted(
-        {
-            target
-            for target, _ in _imports(tree)
-            if _matches(target, NEVER[owner])
-            and not _matches(target, ALLOWED.get(owner, ()))
-            and not _matches(target, (owner,))
-        }
-    )
-    assert wrong == [], f"{module} ({owner}) imports upwards: {wrong}"
+@pytest.mark.parametrize(
+    ("module", "is_package", "path"), MODULES, ids=[name for name, _, _ in MODULES]
+)
+def test_no_import_breaks_the_layers(module: str, is_package: bool, path: Path) -> None:
+    assert graph.violations(path.read_text(), module=module, is_package=is_package) == []
 
 
-@pytest.mark.parametrize(("module", "path"), MODULES, ids=[m for m, _ in MODULES])
-def test_no_first_party_import_inside_a_function(module: str, path: Path) -> None:
-    tree = ast.parse(path.read_text(), filename=str(path))
-    local = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Import | ast.ImportFrom):
-                    for target, _ in _imports(inner):
-                        top = target.split(".")[0]
-                        relative = str(path.relative_to(ROOT))
-                        if top in FIRST_PARTY and (relative, top) not in LOCAL_IMPORT_ALLOWED:
-                            local.append(target)
-    assert local == [], f"{module} imports inside a function: {sorted(set(local))}"
-
-
-def test_the_core_and_the_llm_package_import_no_django() -> None:
-    for name, path in MODULES:
-        if _matches(name, ("condense", "llm")):
-            targets = [t for t, _ in _imports(ast.parse(path.read_text()))]
-            assert not [
-                t for t in targets if t.split(".")[0] in {"django", "channels", "rest_framework"}
-            ], name
+@pytest.mark.parametrize("package", ["llm", "condense"])
+def test_the_exact_lists_name_only_what_is_imported(package: str) -> None:
+    """``llm`` and ``condense`` get exact lists: nothing allowed that nobody imports."""
+    used = {
+        allowed
+        for name, _, path in MODULES
+        if name.split(".")[0] == package
+        for item in graph.file_imports(path)
+        for allowed in graph.MAY_IMPORT[package]
+        if item.target == allowed or item.target.startswith(allowed + ".")
+    }
+    assert used == set(graph.MAY_IMPORT[package])
 
 
 @pytest.mark.parametrize("package", ["agents", "compaction", "web"])
@@ -169,11 +66,11 @@ def test_the_layers_below_the_socket_never_name_it(package: str) -> None:
 def test_no_test_module_imports_another_test_module() -> None:
     """Helpers two test modules share live in ``tests/support`` (or a folder's own helper
     module), so a test module can move or go without breaking another."""
-    tests_root = ROOT / "tests"
     borrowing = sorted(
-        f"{path.relative_to(ROOT)} → {target}"
-        for path in tests_root.rglob("*.py")
-        for target, _ in _imports(ast.parse(path.read_text(), filename=str(path)))
-        if target.startswith("tests.") and any(p.startswith("test_") for p in target.split("."))
+        f"{path.relative_to(ROOT)} → {item.target}"
+        for path in (ROOT / "tests").rglob("*.py")
+        for item in graph.file_imports(path)
+        if item.target.startswith("tests.")
+        and any(p.startswith("test_") for p in item.target.split("."))
     )
     assert borrowing == []

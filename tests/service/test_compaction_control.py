@@ -19,6 +19,7 @@ from compaction.controls import EditRefused, message_pin, summary_edit
 from compaction.request import CompactionRequest
 from compaction.run import compact
 from compaction.undo import RecordNotFound, UndoRefused, compaction_undo
+from condense.policy import MIN_TAIL_MESSAGES, CompactionPolicy
 from scripted_llm import Fail, Reply
 from tests.factories import make_user
 from tests.support.history import session_to_compact
@@ -217,6 +218,17 @@ def test_the_mode_decides_between_compacting_and_asking(llm_server, mode, due, s
         # once per crossing
         again = trigger.compaction_suggest(session=session, reading=reading, visible_count=count)
         assert again is None
+
+
+def test_the_trigger_waits_for_the_cores_minimum_tail(llm_server) -> None:
+    """One minimum tail (issue 23): the core keeps it verbatim, and the trigger waits for more
+    history than the head and that tail."""
+    assert CompactionPolicy(context_window=10_000).min_tail_messages == MIN_TAIL_MESSAGES
+    session = session_to_compact(llm_server)
+    reading = _reading_over(session, 190_000)
+    least = session.agent.compaction_protect_first_n + MIN_TAIL_MESSAGES
+    assert not trigger.auto_compaction_due(session=session, reading=reading, visible_count=least)
+    assert trigger.auto_compaction_due(session=session, reading=reading, visible_count=least + 1)
 
 
 def test_the_token_cap_fires_before_the_percentage(llm_server) -> None:
