@@ -42,7 +42,7 @@ on("htmx:wsConfigSend", (event) => {
   if (form.id === "chat-form") composer.send(event, form);
   else if (form.id === "retry-form") turn.setBusy(true);
   else if (form.hasAttribute("data-undo-form")) history.undoSent(form);
-  else if (invalid) return;
+  else if (invalid) return; // htmx found the form invalid: nothing goes
   else if (form.hasAttribute("data-compact-up-to")) menu.confirmUpTo(event, form);
   else if (form.hasAttribute("data-suggest-form")) suggestion.sent();
 });

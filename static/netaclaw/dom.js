@@ -15,7 +15,7 @@ export function targetOf(event) {
   return event.target instanceof Element ? event.target : null;
 }
 
-/** Run once the document is parsed (modules already run then; kept for clarity). */
+/** Run once the document is parsed: at once from a module (modules run after parsing). */
 export function onReady(run) {
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", run);
   else run();
