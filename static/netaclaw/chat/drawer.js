@@ -21,14 +21,17 @@ function drawer() {
   return { root, dialog };
 }
 
+// Emptied in place, not replaced: the browser fires "close" a moment after the dialog closed,
+// and a [查看摘要] pressed in between has already made #summary-drawer its request's target.
 function emptied(dialog) {
   const { root } = drawer();
   if (!root || !root.contains(dialog)) return; // already replaced by a newer drawer
-  const empty = document.createElement("div");
-  empty.id = "summary-drawer";
-  empty.className = "drawer-root";
-  empty.hidden = true;
-  root.replaceWith(empty);
+  root.getAttributeNames().forEach((name) => {
+    if (name !== "id") root.removeAttribute(name);
+  });
+  root.className = "drawer-root";
+  root.hidden = true;
+  root.replaceChildren();
   opener = null;
 }
 
