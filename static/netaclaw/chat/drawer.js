@@ -35,10 +35,13 @@ function emptied(dialog) {
   opener = null;
 }
 
+const shown = new WeakSet(); // a drawer opens once: closed, it only waits to be emptied
+
 /** After a swap (htmx:afterSettle, htmx:wsAfterMessage): a drawer that arrived opens. */
 export function show() {
   const { dialog } = drawer();
-  if (!dialog || dialog.open) return;
+  if (!dialog || shown.has(dialog)) return;
+  shown.add(dialog);
   dialog.addEventListener("close", () => emptied(dialog), { once: true });
   const from = opener && opener.isConnected ? opener : document.activeElement;
   openModal(dialog, from);
