@@ -2,14 +2,22 @@
  * language select submits itself, a skip link focuses its target, and the top bar folds
  * into a menu on narrow screens. Pages load their own modules besides: chat.js (the chat
  * page), chat-list.js (the chat list), forms.js (agent and channel forms), copy.js. */
-import { byId, setPanelOpen, targetOf } from "./dom.js";
+import { all, byId, setPanelOpen, targetOf } from "./dom.js";
 
-// the language select submits itself (the <noscript> button covers browsers without script)
+// The language select submits itself (the <noscript> button covers browsers without script).
+// This module runs once the page is parsed: a choice made before that is sent now (the select
+// has autocomplete="off", so only the user changes it from the option the server marked).
+function isAutosubmit(el) {
+  return el instanceof HTMLSelectElement && el.hasAttribute("data-autosubmit");
+}
+
 document.addEventListener("change", (event) => {
-  const select = event.target;
-  if (select instanceof HTMLSelectElement && select.hasAttribute("data-autosubmit")) {
-    select.form.submit();
-  }
+  if (isAutosubmit(event.target)) event.target.form.submit();
+});
+
+all("select[data-autosubmit]").forEach((select) => {
+  const marked = Array.from(select.options).find((option) => option.defaultSelected);
+  if (marked && select.value !== marked.value) select.form.submit();
 });
 
 function menuOpen(menu) {
