@@ -48,7 +48,7 @@ def _lexer(language: str) -> Lexer | None:
 
 def code_block_html(code: str, info: str = "") -> str:
     """One fenced (``info`` = the fence's language) or indented block as HTML: a head with
-    the language and a Copy button (``chat.js`` makes it copy), then the code, highlighted
+    the language and a Copy button (``copy.js`` makes it copy), then the code, highlighted
     when the language is one Pygments knows. Everything from the text is escaped."""
     language = info.strip().split(maxsplit=1)[0] if info.strip() else ""
     lexer = _lexer(language) if language and len(code) <= HIGHLIGHT_MAX_CHARS else None

@@ -5,7 +5,7 @@ standing and focus instructions of its compaction), what the compaction dropped 
 original with its facts, a link to it and a one-click pin that brings it back), an editor
 for a summary still in effect and the history of its edits. Thin views: the one access
 gate, then ``compaction.controls``; the compaction's audit record is read as it is
-(``compaction.records``). Undo is a socket frame from the bubble (``undo_form.html``).
+(``compaction.records``). Undo is a socket frame from the bubble (``event_bubble.html``).
 """
 
 from __future__ import annotations
