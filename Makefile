@@ -6,9 +6,9 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 # the packages the type checker covers (pyproject's [tool.mypy])
-TYPED := condense llm compaction agents chat recall system web channels_app netaclaw scripted_llm
+TYPED := condense llm compaction agents chat recall system runs web channels_app netaclaw scripted_llm
 
-.PHONY: run test test-fast test-e2e install system-deps lint format bench clean
+.PHONY: run worker test test-fast test-e2e install system-deps lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ system-deps:
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py run_local --host $(HOST) --port $(PORT)
+
+# the job worker (turns, compactions) against DATABASE_URL / REDIS_URL; SIGTERM drains it
+# within 30 s. With SQLite jobs run inside `make run`: it says so and exits 0.
+worker: $(STAMP)
+	$(BIN)/python manage.py run_worker $(WORKER_ARGS)
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest tests --ignore=tests/e2e -q $(PYTEST_ARGS)

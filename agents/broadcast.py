@@ -14,6 +14,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from agents import replay
 from agents.accounts import user_group
 from agents.events import ServerEvent, event_to_layer, events_to_layer
 
@@ -59,6 +60,7 @@ async def apublish(session_id: str | uuid.UUID, *events: ServerEvent) -> None:
     if layer is None or not events:
         return
     _remember_home_loop()
+    await replay.record(str(session_id), events)  # before any socket can see them live
     await layer.group_send(session_group(session_id), events_to_layer(events))
 
 
@@ -101,6 +103,15 @@ def _hop(make: Callable[[], Coroutine[Any, Any, None]], where: str) -> None:
             logger.warning("publishing to %s timed out: events dropped", where)
     except Exception:  # a dead Redis must not turn a finished compaction into a failure
         logger.exception("broadcast to %s failed", where)
+
+
+async def asend_to(channel_name: str, *events: ServerEvent) -> None:
+    """``events`` to one socket (its channel name): a reply meant for the socket that asked,
+    from whichever process runs the work."""
+    layer = get_channel_layer()
+    if layer is None or not events or not channel_name:
+        return
+    await layer.send(channel_name, events_to_layer(events))
 
 
 async def apublish_to_owner(owner_id: int, event: ServerEvent) -> None:

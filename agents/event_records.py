@@ -44,6 +44,8 @@ class EventRecord:
     summary_message_id: int | None = None
     compaction_id: int | None = None
     undone: bool = False
+    # an interrupted turn's: how many times it was run again by itself before
+    attempt: int = 0
     # a failed turn's: the provider's status and words, the channel to check
     http_status: str = ""
     detail: str = ""

@@ -273,24 +273,39 @@ class MessageUpdated:
 
 @dataclass(frozen=True, slots=True)
 class Delta:
+    """A piece of the streaming answer; ``seq`` counts 1, 2, 3 … within turn ``turn_id``
+    (CONTRACT §8: a client that reconnects resumes after the last ``seq`` it has)."""
+
     session_id: str
     text: str
+    turn_id: str = ""
+    seq: int = 0
     type: str = field(default="delta", init=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "sessionId": self.session_id, "text": self.text}
+        data: dict[str, Any] = {"type": self.type, "sessionId": self.session_id, "text": self.text}
+        if self.turn_id:
+            data.update(turnId=self.turn_id, seq=self.seq)
+        return data
 
 
 @dataclass(frozen=True, slots=True)
 class TurnDone:
     session_id: str
     stopped: bool = False  # a stop ended the turn (CONTRACT §5)
+    turn_id: str = ""
+    # whatever ran the turn died or was shut down: it is recorded, and answered again
+    interrupted: bool = False
     type: str = field(default="turn_done", init=False)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type, "sessionId": self.session_id}
         if self.stopped:
             data["stopped"] = True
+        if self.turn_id:
+            data["turnId"] = self.turn_id
+        if self.interrupted:
+            data["interrupted"] = True
         return data
 
 

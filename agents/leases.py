@@ -18,6 +18,7 @@ automatic compaction, a lease of its own otherwise — and marks itself with
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import socket
@@ -39,6 +40,11 @@ assert services.COMPACTION_HOLDER_PREFIX == f"{COMPACT}/"
 HEARTBEAT_SECONDS = 5.0  # at most: how late a stop that no message carried here is seen
 
 
+# The run a job's leases belong to (``runs.worker`` sets it to the job's id): a lease whose
+# process died is recognised by it, and taken back (``chat.recovery``).
+current_tag: contextvars.ContextVar[str] = contextvars.ContextVar("lease_tag", default="")
+
+
 def lease_seconds() -> float:
     return max(1.0, float(settings.NETACLAW["COMPACTION_LEASE_SECONDS"]))
 
@@ -46,6 +52,7 @@ def lease_seconds() -> float:
 def new_holder(kind: str, tag: str = "") -> str:
     """``kind/[tag:]host:pid:random`` — ``tag`` names the run it belongs to (a job), so a
     run started again after its process died can take its own lease over."""
+    tag = tag or current_tag.get()
     prefix = f"{tag[:24]}:" if tag else ""
     return f"{kind}/{prefix}{socket.gethostname()[:32]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
@@ -56,10 +63,13 @@ def holder_kind(holder: str) -> str:
 
 class StopSignal:
     """A stop asked for, seen from threads (``cancel``) and from event loops (``wait``);
-    ``request`` may be called from any thread."""
+    ``request`` may be called from any thread. ``interrupted``: not the user's stop but the
+    runner's — its process is shutting down — so the work is recorded as interrupted (and
+    run again elsewhere) rather than as stopped."""
 
     def __init__(self) -> None:
         self.cancel = threading.Event()
+        self.interrupted = False
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._lock = threading.Lock()
 
@@ -67,7 +77,9 @@ class StopSignal:
     def requested(self) -> bool:
         return self.cancel.is_set()
 
-    def request(self) -> None:
+    def request(self, *, interrupt: bool = False) -> None:
+        if interrupt and not self.cancel.is_set():
+            self.interrupted = True
         self.cancel.set()
         with self._lock:
             waiters = list(self._waiters)
@@ -152,6 +164,25 @@ class SessionLease:
         return await database_sync_to_async(cls.acquire)(
             session_id, kind, tag=tag, take_over=take_over
         )
+
+    @classmethod
+    async def aadopt(cls, session_id: str, holder: str) -> SessionLease | None:
+        """A lease another process took for this work (the web process that stored the
+        message), carried on here; None when it was lost meanwhile (expired and taken)."""
+        lease = cls(str(session_id), holder)
+        await database_sync_to_async(lease.beat)()
+        return None if lease.lost else lease
+
+    @classmethod
+    async def await_free(
+        cls, session_id: str, kind: str, *, tag: str = "", poll: float = 0.5
+    ) -> SessionLease:
+        """The session's lease once its holder has given it back (or its lease expired)."""
+        while True:
+            lease = await cls.aacquire(session_id, kind, tag=tag)
+            if lease is not None:
+                return lease
+            await asyncio.sleep(poll)
 
     # --- keeping it -----------------------------------------------------------------------
 
@@ -250,6 +281,12 @@ class SessionLease:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         return await database_sync_to_async(self.release)(unless_queued=unless_queued)
+
+
+def held_leases() -> list[SessionLease]:
+    """Every lease this process holds now (a runner that drains interrupts their work)."""
+    with _held_lock:
+        return list(_held.values())
 
 
 def held_here(session_id: str) -> SessionLease | None:

@@ -373,6 +373,8 @@ class CompactionTrigger(models.TextChoices):
 
 
 class CompactionStatus(models.TextChoices):
+    RUNNING = "running", _("running")
+    INTERRUPTED = "interrupted", _("interrupted")  # its process died or stopped mid-way
     DONE = "done", _("done")
     FAILED = "failed", _("failed")
     CANCELLED = "cancelled", _("cancelled")
@@ -416,6 +418,8 @@ class CompactionRecord(models.Model):
     started_at = models.DateTimeField(_("started at"))
     instructions = models.TextField(_("instructions"), blank=True)
     up_to_message_id = models.PositiveBigIntegerField(null=True, blank=True)
+    # the REST call that waits for this compaction, whichever process runs it (issue 24)
+    request_id = models.CharField(max_length=36, blank=True, db_index=True)
     undone_at = models.DateTimeField(_("undone at"), null=True, blank=True)
     edits = models.JSONField(_("edits"), default=list, blank=True)
     dropped = models.JSONField(_("dropped facts"), default=list, blank=True)
@@ -468,6 +472,7 @@ class CompactionPreview(models.Model):
     result = models.JSONField(default=dict, blank=True)
     # the audit of the summary's making (channel, model, usage, requests, duration, trigger)
     audit = models.JSONField(default=dict, blank=True)
+    request_id = models.CharField(max_length=36, blank=True, db_index=True)  # as the record's
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:

@@ -118,6 +118,11 @@ REASONS: dict[str, Reason] = {
         _("The compaction was cancelled; the history is unchanged"),
         http_status=409,
     ),
+    "compaction_interrupted": Reason(
+        "compaction",
+        _("The compaction was interrupted (its server stopped); the history is unchanged"),
+        http_status=409,
+    ),
     # --- compaction control (issue 17; CONTRACT §7) -----------------------------------
     "unknown_message": Reason("compaction", _("No such message in this chat")),
     "pins_too_long": Reason(
@@ -162,6 +167,13 @@ REASONS: dict[str, Reason] = {
     ),
     "internal_error": Reason("turn", _("Something went wrong on the server; the chat can go on.")),
     "stopped": Reason("turn", _("Stopped. What the agent had written so far is kept.")),
+    "interrupted": Reason(
+        "turn",
+        _(
+            "Interrupted: the server running this answer stopped. It is answered again by "
+            "itself; if it is not, use Retry."
+        ),
+    ),
     # --- a client frame the socket refused --------------------------------------------
     "binary_frame": Reason("socket", _("Only JSON text frames are accepted")),
     "frame_too_large": Reason(

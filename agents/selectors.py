@@ -109,7 +109,7 @@ def retryable_turn_event(*, session: ChatSession) -> Message | None:
         .order_by("-position", "-id")
         .first()
     )
-    if event is None or event.metadata.get("status") not in {"failed", "stopped"}:
+    if event is None or event.metadata.get("status") not in {"failed", "stopped", "interrupted"}:
         return None
     if model_visible(session=session).filter(position__gt=event.position).exists():
         return None

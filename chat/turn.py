@@ -20,11 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.db import transaction
 
 from agents import runtime, services
 from agents.access import SessionNotFound, agent_for_user, session_for_user
@@ -58,6 +60,7 @@ from agents.reasons import TurnFailure, wire_text
 from agents.selectors import llm_history_load, model_visible, retryable_turn_event
 from agents.tools import TodoStore, ToolRegistry
 from agents.tools.catalog import turn_registry
+from chat.interruption import record_interruption
 from compaction import background
 from compaction.context import llm_context_for_session
 from compaction.request import CompactionRequest
@@ -67,6 +70,9 @@ from condense.types import Message, ToolCall, tool_calls_to_json
 from llm import ToolSpec, get_provider
 
 logger = logging.getLogger(__name__)
+
+# The longest delta sent: a frame of it always fits the socket's limit (256 KiB by default).
+MAX_DELTA_CHARS = 16_000
 
 # The result a tool call gets when a stop ended the turn before its own (the model reads it).
 STOPPED_TOOL_RESULT = "Stopped by the user before this tool call finished; it may have run in part."
@@ -153,17 +159,29 @@ def _json(messages: list[Any]) -> tuple[dict[str, Any], ...]:
     return tuple(message_to_json(m, view="compacted") for m in messages)
 
 
+# The worker runner's hook (``runs``): store the job that answers a message taken with the
+# lease, in the message's transaction — (session id, lease holder, the socket to reply to).
+DeferTurn = Callable[[str, str, str], None]
+
+
 def _accept_chat(
-    user: Any, raw_session_id: str, content: str, holder: str, seconds: float
+    user: Any,
+    raw_session_id: str,
+    content: str,
+    holder: str,
+    seconds: float,
+    defer: DeferTurn | None = None,
+    reply_to: str = "",
 ) -> AcceptedChat | None:
     """The access check (the one gate), the store and, when no turn runs in the session,
-    the turn lease for ``holder``, the release of what was queued and the turn's reads:
+    the session's lease for ``holder``, the release of what was queued and the turn's
+    reads (or, with ``defer``, the job that will read and run it, in the same transaction):
     one trip to the database. None: not this user's session.
 
-    While another turn (or a socket compaction) holds the lease the message is stored
-    queued — durable at once, in no history view until a turn starts; then the lease is
-    tried once more, since its holder may have ended and looked for queued messages just
-    before this one was stored."""
+    While another turn (or a compaction) holds the lease the message is stored queued —
+    durable at once, in no history view until a turn starts; then the lease is tried once
+    more, since its holder may have ended and looked for queued messages just before this
+    one was stored."""
     try:
         session = session_for_user(user=user, session_id=raw_session_id)
     except SessionNotFound:
@@ -173,31 +191,53 @@ def _accept_chat(
     if refusal is not None:  # stored, it would wait to be sent beside the next message
         return AcceptedChat(sid, (), refusal=refusal)
     touch = services.session_touch(session=session, content=content)
-    if services.lease_acquire(session_id=session.pk, holder=holder, seconds=seconds, also=touch):
-        renamed = services.session_touched(session=session, changes=touch)
-        released = services.turn_start(session=session)
-        stored = services.user_message_append(session=session, content=content, touched=True)
-        messages = _json([*released, stored])
-        return AcceptedChat(sid, messages, holder, _prepare(session), renamed=renamed)
+    with transaction.atomic():
+        if services.lease_acquire(
+            session_id=session.pk, holder=holder, seconds=seconds, also=touch
+        ):
+            renamed = services.session_touched(session=session, changes=touch)
+            released = services.turn_start(session=session)
+            stored = services.user_message_append(session=session, content=content, touched=True)
+            started = _started(session, holder, defer, reply_to)
+            return AcceptedChat(sid, _json([*released, stored]), holder, started, renamed=renamed)
     queued = services.user_message_append(
         session=session, content=content, queued=True, touched=True
     )
     renamed = services.session_touch_save(session=session, content=content)
-    if services.lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
-        released = services.turn_start(session=session)
-        return AcceptedChat(sid, _json(released), holder, _prepare(session), renamed=renamed)
+    with transaction.atomic():
+        if services.lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
+            released = services.turn_start(session=session)
+            started = _started(session, holder, defer, reply_to)
+            return AcceptedChat(sid, _json(released), holder, started, renamed=renamed)
     return AcceptedChat(sid, _json([queued]), renamed=renamed)
+
+
+def _started(
+    session: ChatSession, holder: str, defer: DeferTurn | None, reply_to: str
+) -> PreparedTurn | None:
+    """A turn taken with the message: its reads here, or its job stored (``defer``)."""
+    if defer is None:
+        return _prepare(session)
+    defer(str(session.pk), holder, reply_to)
+    return None
 
 
 accept_chat = database_sync_to_async(_accept_chat)
 
 
 def _accept_new_chat(
-    user: Any, agent_id: int, content: str, holder: str, seconds: float
+    user: Any,
+    agent_id: int,
+    content: str,
+    holder: str,
+    seconds: float,
+    defer: DeferTurn | None = None,
+    reply_to: str = "",
 ) -> AcceptedChat | None:
     """The first message of a new chat with one of the user's agents: the chat and the
-    message are stored together (New chat stores nothing before it), its turn lease is
-    ``holder``'s and its turn's reads are done. None: not an agent of this user's."""
+    message are stored together (New chat stores nothing before it), its lease is
+    ``holder``'s and its turn's reads are done (or its job stored). None: not an agent of
+    this user's."""
     try:
         agent = agent_for_user(user=user, agent_id=agent_id)
     except LookupError:
@@ -205,12 +245,14 @@ def _accept_new_chat(
     refusal = _refusal(ChatSession(owner=user, agent=agent))
     if refusal is not None:  # of a chat that does not exist: no sessionId
         return AcceptedChat("", (), refusal=replace(refusal, session_id=None))
-    session, stored = services.session_start(
-        owner=user, agent=agent, content=content, holder=holder, lease_seconds=seconds
-    )
+    with transaction.atomic():
+        session, stored = services.session_start(
+            owner=user, agent=agent, content=content, holder=holder, lease_seconds=seconds
+        )
+        started = _started(session, holder, defer, reply_to)
     sid = str(session.pk)
     created = SessionCreated(sid, agent.pk, session.title, agent.name)
-    return AcceptedChat(sid, _json([stored]), holder, _prepare(session), created=created)
+    return AcceptedChat(sid, _json([stored]), holder, started, created=created)
 
 
 accept_new_chat = database_sync_to_async(_accept_new_chat)
@@ -227,6 +269,15 @@ def start_queued_turn(
     if not released:
         return (), None
     return _json(released), _prepare(session)
+
+
+@database_sync_to_async
+def prepare_now(session_id: str) -> PreparedTurn:
+    """Under a lease taken with the message by another process (which released what was
+    queued and stored the message): the turn that answers the history as it is."""
+    session = _load_session(session_id)
+    services.turn_start(session=session, release_queued=False)
+    return _prepare(session)
 
 
 @database_sync_to_async
@@ -293,21 +344,31 @@ def _between_steps(session_id: str, holder: str, visible: VisibleTokens | None) 
 
 
 @database_sync_to_async
+def _maybe_prepare(session: ChatSession, visible: VisibleTokens) -> None:
+    reading = meter_read(session=session, visible=visible)
+    if background.preparation_due(session=session, reading=reading):
+        background.start(str(session.pk))
+
+
+@database_sync_to_async
 def _store_answer(
     session: ChatSession,
     event: runtime.AssistantMessage,
     visible: VisibleTokens | None,
     tools: tuple[ToolSpec, ...],
+    streamed: dict[str, Any],
 ) -> tuple[list[ServerEvent], VisibleTokens | None]:
     """The assistant's message with the provider's usage, and the meter after it (from the
     turn's figures and the stored row: no query; ``tools``: the ones the turn sends, for
-    the breakdown)."""
+    the breakdown). ``streamed``: the turn and the last ``seq`` its text streamed as, so a
+    page that resumes knows which pieces it already has stored."""
     usage = event.usage
     stored = services.message_append(
         session=session,
         role=Role.ASSISTANT,
         content=event.content,
         tool_calls=tool_calls_to_json(event.tool_calls),
+        metadata=streamed,
         input_tokens=usage.input_tokens if usage else None,
         output_tokens=usage.output_tokens if usage else None,
         record_usage=usage is not None,
@@ -370,6 +431,13 @@ def _store_stopped(
 
 
 @database_sync_to_async
+def _store_interrupted(
+    session: ChatSession, attempt: int, open_calls: list[ToolCall]
+) -> list[dict[str, Any]]:
+    return record_interruption(session, attempt=attempt, open_calls=open_calls)
+
+
+@database_sync_to_async
 def _store_failure(
     session: ChatSession, failure: runtime.RunFailed
 ) -> tuple[dict[str, Any], TurnFailure, str]:
@@ -421,6 +489,7 @@ class ChatTurn:
         prepared: PreparedTurn,
         lease: SessionLease,
         opening: tuple[ServerEvent, ...] = (),
+        attempt: int = 0,
     ) -> None:
         self.prepared = prepared
         self.opening = opening  # the messages it answers, published with its first events
@@ -432,11 +501,15 @@ class ChatTurn:
         self.auto_compaction_failed = False
         self.failure: runtime.RunFailed | None = None
         self.stopped = False
+        self.interrupted = False  # its runner stopped it (``chat.interruption``)
+        self.attempt = attempt  # how many times it was run again after an interruption
         self.answered = False  # the last stored answer had no tool calls: the turn is done
         self.todos = TodoStore(items=[dict(t) for t in prepared.todos])
         self.tool_specs: tuple[ToolSpec, ...] = ()  # the tools the model was given
         self.visible = prepared.visible
         self._partial: list[str] = []  # text streamed since the last stored answer
+        self.turn_id = uuid.uuid4().hex  # CONTRACT §8: its deltas' ``turnId`` …
+        self.seq = 0  # … and the ``seq`` of the last one
         self._open_calls: dict[str, ToolCall] = {}  # calls of the last answer, no result yet
         self._writing = 0  # inside a store or a publish: a stop waits for it to end
         # the final answer's events, published with ``turn_done`` (one layer message)
@@ -446,7 +519,9 @@ class ChatTurn:
         prepared = self.prepared
         sid = self.session_id
         if prepared.refusal is not None:
-            await apublish(sid, *self.opening, prepared.refusal, TurnDone(sid))
+            await apublish(
+                sid, *self.opening, prepared.refusal, TurnDone(sid, turn_id=self.turn_id)
+            )
             return
         body = asyncio.ensure_future(self._body())
         stop = asyncio.ensure_future(self.stop.wait())
@@ -462,7 +537,12 @@ class ChatTurn:
                 body.cancel()
         self._settle(body)
         closing = [*self.opening, *self._closing]  # the opening, if the body never sent it
-        if self.stopped:
+        if self.stopped and self.stop.interrupted:  # the runner's stop, not the user's
+            self.interrupted = True
+            calls = list(self._open_calls.values())
+            for message in await _store_interrupted(self.session, self.attempt, calls):
+                closing.append(MessageStored(sid, message))
+        elif self.stopped:
             partial = "".join(self._partial)
             calls = list(self._open_calls.values())
             for message in await _store_stopped(self.session, partial, calls):
@@ -473,17 +553,20 @@ class ChatTurn:
             closing.append(ErrorEvent(error, found.reason, sid, recorded=True))
         if list(self.todos.items) != list(prepared.todos):
             await _save_todos(self.session, list(self.todos.items))
-        await apublish(sid, *closing, TurnDone(sid, stopped=self.stopped))
-        self._prepare_next_compaction()
+        done = TurnDone(
+            sid,
+            stopped=self.stopped and not self.interrupted,
+            turn_id=self.turn_id,
+            interrupted=self.interrupted,
+        )
+        await apublish(sid, *closing, done)
+        await self._prepare_next_compaction()
 
-    def _prepare_next_compaction(self) -> None:
+    async def _prepare_next_compaction(self) -> None:
         """Past the soft threshold, the next compaction's summary is written while the
-        user reads and types (``compaction.background``); no query: the turn's figures."""
-        if self.visible is None or self.failure is not None:
-            return
-        reading = meter_read(session=self.session, visible=self.visible)
-        if background.preparation_due(session=self.session, reading=reading):
-            background.start(self.session_id)
+        user reads and types (``compaction.background``)."""
+        if self.visible is not None and self.failure is None:
+            await _maybe_prepare(self.session, self.visible)
 
     def _settle(self, body: asyncio.Future[None]) -> None:
         """How the turn's body ended: stopped, failed or answered."""
@@ -588,15 +671,29 @@ class ChatTurn:
         self.session, self.visible = after.session, after.visible
         return after.context
 
+    def _deltas(self, text: str) -> list[Delta]:
+        """A piece of the answer as numbered deltas (a very long piece as several, so no
+        frame of it need be split on the socket and every ``seq`` is one frame)."""
+        out = []
+        for start in range(0, len(text), MAX_DELTA_CHARS):
+            self.seq += 1
+            out.append(
+                Delta(
+                    self.session_id, text[start : start + MAX_DELTA_CHARS], self.turn_id, self.seq
+                )
+            )
+        return out
+
     async def on_runtime_event(self, event: runtime.RuntimeEvent) -> None:
         sid = self.session_id
         async with self._writes():
             if isinstance(event, runtime.TextDelta):
                 self._partial.append(event.text)
-                await apublish(sid, Delta(sid, event.text))
+                await apublish(sid, *self._deltas(event.text))
             elif isinstance(event, runtime.AssistantMessage):
+                streamed = {"turnId": self.turn_id, "seq": self.seq}
                 stored, self.visible = await _store_answer(
-                    self.session, event, self.visible, self.tool_specs
+                    self.session, event, self.visible, self.tool_specs, streamed
                 )
                 self._partial.clear()
                 self._open_calls = {call.id: call for call in event.tool_calls}

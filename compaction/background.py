@@ -1,17 +1,19 @@
-"""Compaction that never makes the user wait (issue 14 item 6).
+"""Compaction that never makes the user wait (issue 14 item 6; issue 24 item 5).
 
-From a soft threshold ``SOFT_MARGIN_POINTS`` below the agent's, the summary is prepared in
-a worker thread while the chat goes on (``start``); at the next turn boundary at or over
-the threshold the service takes it (``take``) when the history it was made from is still
-the history's start — nothing compacted, pinned, edited or removed since — and the result,
-with the messages added since, still lands under the threshold. Otherwise the compaction
-runs as before. A preparation still running at the boundary is waited for (the rest of it,
-not a second summary from scratch).
+From a soft threshold ``SOFT_MARGIN_POINTS`` below the agent's, the summary is prepared
+while the chat goes on (``start``); at the next turn boundary at or over the threshold the
+compaction takes it (``take``) when the history it was made from is still the history's
+start — nothing compacted, pinned, edited or removed since — and the result, with the
+messages added since, still lands under the threshold. Otherwise the compaction runs as
+before. A preparation still running at the boundary is waited for (the rest of it, not a
+second summary from scratch), at most ``WAIT_SECONDS``: then the turn compacts by itself.
 
-Prepared results live in this process's memory, at most one per session: a session's
-turns run where its socket is, and a turn that runs elsewhere (or after a restart) only
-loses the head start, never correctness. Preparing writes nothing and takes no lease, so
-a manual ``/compact`` or a stop is never blocked by it.
+Prepared results are stored (``PreparedCompaction``, one per session), so the turn that
+crosses the threshold applies one in whichever process runs it. Preparing writes nothing
+else and takes no lease, so a manual ``/compact`` or a stop is never blocked by it. Who
+runs a preparation is the runner's business (``runs`` registers itself with
+``register_starter``: a job of its own, one at a time per user, so one user's slow
+summaries cannot hold up everyone's); without one, a daemon thread runs it.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from datetime import timedelta
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import DatabaseError, IntegrityError, close_old_connections, transaction
+from django.db.models import Q
+from django.utils import timezone
 
 import condense as core
 from agents.events import MeterReading
@@ -40,30 +42,26 @@ from compaction.context import (
     policy_for_session,
     still_starts_with,
 )
+from compaction.models import PreparedCompaction
+from compaction.result_json import result_from_json, result_to_json
 
 logger = logging.getLogger(__name__)
 
 SOFT_MARGIN_POINTS = 10  # how far below the threshold preparing starts, in percent points
-MAX_PREPARED = 256  # sessions whose prepared summary this process keeps
-MAX_CONCURRENT = 4  # summaries prepared at once in this process
-WAIT_SLICE_SECONDS = 0.1  # how often a boundary waiting for a preparation looks at its stop
+WAIT_SECONDS = 30.0  # the longest a boundary waits for a preparation that still runs
+POLL_SECONDS = 0.1  # how often a boundary waiting for one looks at it (and at its stop)
+# a preparation not ready this long after it started has died with its process: redone
+STALE_AFTER = timedelta(minutes=10)
 
-_executor = ThreadPoolExecutor(max_workers=MAX_CONCURRENT, thread_name_prefix="compaction-prep")
-_lock = threading.Lock()
-_prepared: OrderedDict[str, Prepared] = OrderedDict()
-_running: dict[str, Future[Prepared | None]] = {}
+Status = PreparedCompaction.Status
+
+_starter: Callable[[str], None] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A summary made ahead of the threshold, and the history it was made from."""
-
-    compaction_count: int
-    instructions: str
-    fingerprint: list[list[Any]]  # ``context.history_fingerprint`` of what it was made from
-    result: core.CompactionResult
-    prepared_at: float
-    notes: str = ""  # what the agent wrote before it (``compaction.notes``)
+def register_starter(starter: Callable[[str], None]) -> None:
+    """Who runs ``prepare(session_id)`` from now on (the runner's job)."""
+    global _starter
+    _starter = starter
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,51 +80,74 @@ def soft_threshold_tokens(reading: MeterReading) -> int:
     return reading.threshold_tokens * soft_percent // percent
 
 
-def preparation_due(*, session: ChatSession, reading: MeterReading) -> bool:
-    """Between the soft threshold and any point above it, automatic compaction on and
-    nothing prepared or preparing for this history: prepare now."""
+def _wanted(session: ChatSession, reading: MeterReading) -> bool:
     agent = session.agent
     if not settings.NETACLAW["BACKGROUND_COMPACTION"]:
         return False
     if agent.compaction_mode != CompactionMode.AUTO or session.auto_compaction_paused_reason:
         return False
-    if agent.model_channel is None or reading.used_tokens < soft_threshold_tokens(reading):
+    return agent.model_channel is not None and reading.used_tokens >= soft_threshold_tokens(reading)
+
+
+def preparation_due(*, session: ChatSession, reading: MeterReading) -> bool:
+    """Between the soft threshold and any point above it, automatic compaction on and
+    nothing prepared or preparing for this history: prepare now."""
+    if not _wanted(session, reading):
         return False
-    sid = str(session.pk)
-    with _lock:
-        if sid in _running:
-            return False
-        kept = _prepared.get(sid)
-    return kept is None or kept.compaction_count != session.compaction_count
+    fresh = timezone.now() - STALE_AFTER
+    return not PreparedCompaction.objects.filter(
+        Q(status=Status.READY) | Q(started_at__gt=fresh),
+        session_id=session.pk,
+        compaction_count=session.compaction_count,
+    ).exists()
+
+
+def _claim(session_id: str) -> bool:
+    """Mark the session's next summary as being prepared; False when it is already (or
+    a prepared one stands for the history as it is)."""
+    session = ChatSession.objects.filter(pk=session_id).values("compaction_count").first()
+    if session is None:
+        return False
+    now = timezone.now()
+    row = {"status": Status.PREPARING, "compaction_count": session["compaction_count"]}
+    taken = PreparedCompaction.objects.filter(
+        Q(compaction_count__lt=session["compaction_count"])
+        | Q(status=Status.PREPARING, started_at__lte=now - STALE_AFTER),
+        session__pk=session_id,
+    ).update(**row, started_at=now, ready_at=None, result={}, fingerprint=[], notes="")
+    if taken:
+        return True
+    try:
+        with transaction.atomic():
+            PreparedCompaction.objects.create(session_id=session_id, started_at=now, **row)
+    except IntegrityError:  # prepared or preparing already
+        return False
+    return True
 
 
 def start(session_id: str) -> bool:
     """Prepare the session's next summary in the background; False when one is already
-    being prepared here."""
-    with _lock:
-        if session_id in _running:
-            return False
-        future = _executor.submit(_prepare, session_id)
-        _running[session_id] = future
-    future.add_done_callback(lambda done: _finished(session_id, done))
+    prepared or being prepared."""
+    if not _claim(session_id):
+        return False
+    if _starter is not None:
+        _starter(session_id)
+    else:
+        threading.Thread(target=_prepare_alone, args=(session_id,), daemon=True).start()
     return True
 
 
-def _finished(session_id: str, future: Future[Prepared | None]) -> None:
-    with _lock:
-        if _running.get(session_id) is future:
-            del _running[session_id]
-        prepared = None if future.cancelled() or future.exception() else future.result()
-        if prepared is not None:
-            _prepared[session_id] = prepared
-            _prepared.move_to_end(session_id)
-            while len(_prepared) > MAX_PREPARED:
-                _prepared.popitem(last=False)
+def _prepare_alone(session_id: str) -> None:
+    try:
+        prepare(session_id)
+    finally:
+        close_old_connections()
 
 
-def _prepare(session_id: str) -> Prepared | None:
+def prepare(session_id: str) -> None:
     """The compaction the threshold will ask for, computed now against the soft threshold
-    (so it also leaves room for what the chat adds meanwhile); nothing is written."""
+    (so it also leaves room for what the chat adds meanwhile) and stored; nothing else is
+    written. Sync: the runner calls it from a thread of its own."""
     try:
         session = ChatSession.objects.select_related(
             "agent__model_channel", "agent__auxiliary_model_channel"
@@ -137,8 +158,7 @@ def _prepare(session_id: str) -> Prepared | None:
         soft_percent = max(
             policy.threshold_percent // 2, policy.threshold_percent - SOFT_MARGIN_POINTS
         )
-        standing = session.agent.compaction_instructions
-        instructions = records.combined_instructions(standing, None) or ""
+        instructions = records.combined_instructions(session.agent.compaction_instructions, None)
         written = (
             notes.write_notes(session, source.messages) if session.agent.compaction_notes else ""
         )
@@ -146,45 +166,52 @@ def _prepare(session_id: str) -> Prepared | None:
             source.messages,
             replace(policy, threshold_percent=soft_percent),
             client.summarize,
-            focus=instructions or None,
+            focus=instructions,
             original_contents=source.original_contents,
         )
     except ChatSession.DoesNotExist:
-        return None
+        return
     except (AuxiliaryError, core.SummaryRejected) as exc:  # the compaction itself will say
         logger.info("no summary prepared for %s: %s", session_id, exc)
-        return None
+        forget(session_id)
+        return
     except Exception:
         logger.exception("preparing the summary of %s failed", session_id)
-        return None
-    finally:
-        close_old_connections()
+        forget(session_id)
+        return
     if result.status != core.COMPACTED:
-        return None
-    return Prepared(
-        compaction_count=session.compaction_count,
-        instructions=instructions,
+        forget(session_id)
+        return
+    PreparedCompaction.objects.filter(
+        session__pk=session_id, status=Status.PREPARING, compaction_count=session.compaction_count
+    ).update(
+        status=Status.READY,
+        instructions=instructions or "",
         fingerprint=history_fingerprint(source.messages),
-        result=result,
-        prepared_at=time.monotonic(),
+        result=result_to_json(result),
         notes=written,
+        ready_at=timezone.now(),
     )
 
 
-def _wait_for_running(session_id: str, cancelled: threading.Event | None) -> None:
-    with _lock:
-        future = _running.get(session_id)
-    while future is not None and not future.done():
-        if cancelled is not None and cancelled.is_set():
-            return
-        try:
-            future.result(timeout=WAIT_SLICE_SECONDS)
-        except FutureTimeout:
-            continue
-        except Exception:  # logged by _prepare's caller; nothing prepared
-            return
-    if future is not None:
-        _finished(session_id, future)  # its callback may not have run yet
+def forget(session_id: str) -> None:
+    try:
+        PreparedCompaction.objects.filter(session__pk=session_id).delete()
+    except DatabaseError:
+        logger.warning("could not drop the preparation of %s", session_id, exc_info=True)
+
+
+def _ready(session_id: str, cancelled: threading.Event | None) -> PreparedCompaction | None:
+    """The session's prepared compaction, waiting for one still being prepared (at most
+    ``WAIT_SECONDS``, and not past a stop)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        row = PreparedCompaction.objects.filter(session__pk=session_id).first()
+        if row is None or row.status == Status.READY:
+            return row
+        if time.monotonic() > deadline or (cancelled is not None and cancelled.is_set()):
+            return None
+        time.sleep(POLL_SECONDS)
 
 
 def take(
@@ -197,47 +224,44 @@ def take(
 ) -> Taken | None:
     """The prepared compaction of ``session`` as it applies to ``source`` now, or None.
 
-    Waits for a preparation still running. The result is the prepared summary and kept
-    head, then the kept tail and every message added since (verbatim), counted again; it
-    is used only when that count is under ``policy``'s threshold."""
-    sid = str(session.pk)
-    _wait_for_running(sid, cancelled)
-    with _lock:
-        prepared = _prepared.pop(sid, None)
-    if prepared is None or prepared.compaction_count != session.compaction_count:
+    Waits for a preparation still running (bounded). The result is the prepared summary
+    and kept head, then the kept tail and every message added since (verbatim), counted
+    again; it is used only when that count is under ``policy``'s threshold."""
+    row = _ready(str(session.pk), cancelled)
+    if row is None or row.status != Status.READY:
         return None
-    if prepared.instructions != instructions:
+    if not PreparedCompaction.objects.filter(pk=row.pk, status=Status.READY).delete()[0]:
+        return None  # taken by another boundary meanwhile
+    if row.compaction_count != session.compaction_count or row.instructions != instructions:
         return None
-    if not still_starts_with(source.messages, prepared.fingerprint):
+    if not still_starts_with(source.messages, row.fingerprint):
         return None
-    seen = len(prepared.fingerprint)
-    messages = (*prepared.result.messages, *source.messages[seen:])
+    prepared = result_from_json(row.result)
+    seen = len(row.fingerprint)
+    messages = (*prepared.messages, *source.messages[seen:])
     before = core.estimate_messages(source.messages, policy.chars_per_token)
     after = core.estimate_messages(messages, policy.chars_per_token)
     if after >= policy.threshold_tokens:
         return None
-    result = replace(prepared.result, messages=messages, tokens_before=before, tokens_after=after)
-    return Taken(result, prepared.notes)
+    result = replace(prepared, messages=messages, tokens_before=before, tokens_after=after)
+    return Taken(result, row.notes)
 
 
 def wait(session_id: str, timeout: float | None = None) -> None:
     """Until the session's preparation, if one runs, has ended (tests and benchmarks)."""
-    with _lock:
-        future = _running.get(session_id)
-    if future is None:
-        return
-    try:
-        future.result(timeout=timeout)
-    except Exception:  # logged where it happened; nothing prepared
-        pass
-    _finished(session_id, future)
+    deadline = time.monotonic() + (timeout if timeout is not None else 3600)
+    while time.monotonic() < deadline:
+        if not PreparedCompaction.objects.filter(
+            session__pk=session_id, status=Status.PREPARING
+        ).exists():
+            return
+        time.sleep(POLL_SECONDS)
 
 
 def settle(timeout: float | None = None) -> None:
-    """Wait for every preparation of this process, then drop what was prepared (tests)."""
-    with _lock:
-        running = list(_running)
-    for session_id in running:
-        wait(session_id, timeout)
-    with _lock:
-        _prepared.clear()
+    """Until no preparation runs any more (tests: nothing writes after the test ends)."""
+    deadline = time.monotonic() + (timeout if timeout is not None else 3600)
+    while time.monotonic() < deadline:
+        if not PreparedCompaction.objects.filter(status=Status.PREPARING).exists():
+            return
+        time.sleep(POLL_SECONDS)

@@ -101,7 +101,10 @@ def keeper(*, created_by: int | None) -> Keep:
                 tokens_after=counted.after,
                 result=_result_json(result, summarized.chain_depth),
                 audit=_audit_json(run.audit),
+                request_id=run.audit.request_id[:36],
             )
+            if run.audit.record_id is not None:  # its record is written when it closes
+                records.record_discard_running(run.audit.record_id)
             event = CompactionPreviewReady(
                 session_id=sid,
                 preview_id=row.pk,
@@ -129,6 +132,7 @@ def preview_request(
     instructions: str | None = None,
     up_to: int | None = None,
     trigger: str | None = None,
+    request_id: str = "",
 ) -> CompactionRequest:
     """A manual compaction up to its summary, kept as a preview (outcome ``previewed``,
     ``event`` the ``CompactionPreviewReady``); any other ending is the compaction's."""
@@ -139,6 +143,7 @@ def preview_request(
         trigger=trigger,
         up_to=up_to,
         keep=keeper(created_by=created_by),
+        request_id=request_id,
     )
 
 

@@ -74,6 +74,8 @@ class CompactionAudit:
     tokens_before: int = 0
     dropped: list[dict[str, Any]] = field(default_factory=list)  # set once it is done
     notes: str = ""  # the agent's notes before it (compaction.notes), kept with the summary
+    request_id: str = ""  # the REST call waiting for it
+    record_id: int | None = None  # its record, written ``running`` when it started
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def use_channel(self, channel: ModelChannel) -> None:
@@ -120,6 +122,7 @@ class CompactionAudit:
             "aux_output_tokens": self.output_tokens,
             "request_count": self.requests,
             "duration_ms": self.duration_ms,
+            "request_id": self.request_id[:36],
         }
 
 
@@ -156,6 +159,20 @@ def dropped_json(
     return [{"value": f.value, "kind": f.kind, "messageId": f.message_id} for f in facts]
 
 
+def interrupt_running(*, session_id: Any) -> int:
+    """The session's compactions recorded ``running`` whose process died: ``interrupted``
+    (the history is unchanged: they wrote nothing). How many."""
+    return CompactionRecord.objects.filter(
+        session_id=session_id, status=CompactionStatus.RUNNING
+    ).update(status=CompactionStatus.INTERRUPTED, reason="compaction_interrupted")
+
+
+def record_discard_running(record_id: int) -> None:
+    """A preview's summary is written: its record comes when the preview closes (applied,
+    discarded, replaced or expired), not now."""
+    CompactionRecord.objects.filter(pk=record_id, status=CompactionStatus.RUNNING).delete()
+
+
 def record_reason_and_edits(
     record: CompactionRecord, *, reason: str, edits: list[dict[str, Any]]
 ) -> None:
@@ -163,6 +180,30 @@ def record_reason_and_edits(
     accepted preview's)."""
     CompactionRecord.objects.filter(pk=record.pk).update(reason=reason, edits=edits)
     record.reason, record.edits = reason, edits
+
+
+def record_started(*, session: ChatSession, audit: CompactionAudit) -> None:
+    """A compaction that starts is recorded ``running`` at once: one that dies with its
+    process leaves a record the sweep marks ``interrupted`` (``runs.sweep``)."""
+    try:
+        record = CompactionRecord.objects.create(
+            session=session, status=CompactionStatus.RUNNING, **audit.fields()
+        )
+    except DatabaseError:  # the compaction goes on; its end writes the record
+        return
+    audit.record_id = record.pk
+
+
+def _write(session: ChatSession, audit: CompactionAudit, **fields: Any) -> CompactionRecord:
+    """The compaction's record: its ``running`` one completed, or a new one."""
+    values = {**audit.fields(), **fields}
+    if audit.record_id is not None:
+        updated = CompactionRecord.objects.filter(
+            pk=audit.record_id, status=CompactionStatus.RUNNING
+        ).update(**values)
+        if updated:
+            return CompactionRecord.objects.get(pk=audit.record_id)
+    return CompactionRecord.objects.create(session=session, **values)
 
 
 def record_done(
@@ -177,8 +218,9 @@ def record_done(
     pruned_ids: list[int],
 ) -> CompactionRecord:
     """A done compaction's record; call it inside the write-back's transaction."""
-    return CompactionRecord.objects.create(
-        session=session,
+    return _write(
+        session,
+        audit,
         summary_message=summary,
         event_message=event,
         status=CompactionStatus.DONE,
@@ -187,7 +229,6 @@ def record_done(
         removed_count=removed_count,
         pruned_ids=sorted(pruned_ids),
         dropped=audit.dropped,
-        **audit.fields(),
     )
 
 
@@ -203,14 +244,14 @@ def record_outcome(
     """The record of a compaction that changed nothing (failed, cancelled, skipped). Never
     raises: a failing audit write must not turn the outcome into another failure."""
     try:
-        return CompactionRecord.objects.create(
-            session=session,
+        return _write(
+            session,
+            audit,
             status=_STATUS.get(status, CompactionStatus.FAILED),
             reason=(reason or "")[:64],
             error=error or "",
             tokens_before=tokens,
             tokens_after=tokens,
-            **audit.fields(),
         )
     except DatabaseError:
         return None

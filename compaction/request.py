@@ -60,6 +60,7 @@ class CompactionRequest:
     given: Given | None = None
     # told (request, of requests) as each summary request starts: the command's progress
     progress: Callable[[int, int], None] | None = None
+    request_id: str = ""  # the REST call that waits for its record (``runs``)
 
     @property
     def forced(self) -> bool:

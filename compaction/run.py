@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import logging
 
-from asgiref.sync import sync_to_async
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError
 
 import condense as core
 from agents import services
 from agents.broadcast import publish
+from agents.daemon_threads import in_daemon_thread
 from agents.event_records import EventRecord
 from agents.events import CompactionFailed, CompactionSkipped, CompactionStart, MessageStored
 from agents.leases import COMPACT, SessionLease, held_lease
@@ -84,17 +84,13 @@ def compact(request: CompactionRequest, *, lease: SessionLease | None = None) ->
 async def acompact(
     request: CompactionRequest, *, lease: SessionLease | None = None
 ) -> CompactionOutcome:
-    """``compact`` from async code, in a thread of its own (the model may take a minute;
-    the process's other database work never queues behind it). A caller that is stopped
-    sets its lease's stop and need not wait: the thread writes nothing after it."""
-    return await sync_to_async(_compact_in_thread, thread_sensitive=False)(request, lease)
-
-
-def _compact_in_thread(request: CompactionRequest, lease: SessionLease | None) -> CompactionOutcome:
-    try:
-        return compact(request, lease=lease)
-    finally:
-        close_old_connections()
+    """``compact`` from async code, in a daemon thread of its own (the model may take a
+    minute; the process's other database work never queues behind it, and a process told
+    to stop never waits for it). A caller that is stopped sets its lease's stop and need
+    not wait: the thread writes nothing after it."""
+    return await in_daemon_thread(
+        lambda: compact(request, lease=lease), name=f"compaction-{request.session_id}"
+    )
 
 
 def _audit(session: ChatSession, request: CompactionRequest) -> records.CompactionAudit:
@@ -107,6 +103,7 @@ def _audit(session: ChatSession, request: CompactionRequest) -> records.Compacti
         )
         or "",
         up_to=request.up_to,
+        request_id=request.request_id,
     )
 
 
@@ -125,6 +122,7 @@ def _under(
         run = CompactionRun(session, request, audit, lease)
         if request.given is not None:
             return _apply_given(run)
+        records.record_started(session=session, audit=audit)
         publish(run.session_id, CompactionStart(session_id=run.session_id, reason=run.reason))
         return _stages(run)
 

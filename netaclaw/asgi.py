@@ -1,7 +1,8 @@
 """ASGI entry point: HTTP through Django, WebSocket through Channels.
 
 ``get_asgi_application()`` runs before any routing import so the app registry
-is ready when consumers import models. The last step freezes the start-up heap
+is ready when consumers import models. Under Daphne a SIGTERM first drains the jobs this
+process runs (``runs.shutdown``). The last step freezes the start-up heap
 (``netaclaw.startup_heap``): full garbage collections stop walking it.
 """
 
@@ -19,6 +20,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels_app.auth import WebSocketAuthStack  # noqa: E402
 from channels_app.routing import websocket_urlpatterns  # noqa: E402
 from netaclaw.startup_heap import PRODUCT_PRELOAD, freeze_startup_heap  # noqa: E402
+from runs.shutdown import install_drain_on_shutdown  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -27,4 +29,5 @@ application = ProtocolTypeRouter(
     }
 )
 
+install_drain_on_shutdown()  # SIGTERM: the jobs this process runs finish or record themselves
 freeze_startup_heap(PRODUCT_PRELOAD)  # last: everything loaded is long-lived from here on

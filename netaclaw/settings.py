@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "recall",
     "web",
     "channels_app",
+    "runs",
 ]
 
 MIDDLEWARE = [
@@ -163,6 +164,21 @@ if os.environ.get("NETACLAW_TEST_DB_NAME"):
     DATABASES["default"]["TEST"] = {"NAME": os.environ["NETACLAW_TEST_DB_NAME"]}
 
 REDIS_URL = os.environ.get("REDIS_URL") or None
+
+# Where turns and compactions run (issue 24; ``runs.runner``): ``worker`` — durable jobs on
+# Procrastinate in PostgreSQL, run by ``make worker`` processes apart from the web —
+# whenever PostgreSQL and Redis are configured; ``inprocess`` — tasks of the web process —
+# otherwise (``make run``: one process, no other service).
+_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+RUNNER = os.environ.get("NETACLAW_RUNNER") or ("worker" if _POSTGRES and REDIS_URL else "inprocess")
+if RUNNER not in {"worker", "inprocess"}:
+    raise ImproperlyConfigured("NETACLAW_RUNNER must be worker or inprocess")
+if RUNNER == "worker" and not (_POSTGRES and REDIS_URL):
+    raise ImproperlyConfigured("NETACLAW_RUNNER=worker needs PostgreSQL and REDIS_URL")
+if _POSTGRES:  # its tables are PostgreSQL's: with SQLite jobs run in the web process
+    INSTALLED_APPS.insert(INSTALLED_APPS.index("runs"), "procrastinate.contrib.django")
+    PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
+    PROCRASTINATE_IMPORT_PATHS = ["runs.worker"]
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -246,6 +262,8 @@ if not DEBUG:
     # HTTPS only: plain HTTP is redirected, and browsers are told (HSTS) to use nothing
     # else. Behind a TLS proxy run `daphne --proxy-headers` so X-Forwarded-Proto counts.
     SECURE_SSL_REDIRECT = _env_flag("DJANGO_SECURE_SSL_REDIRECT", True)
+    # probes talk to the process directly, over plain HTTP
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
     SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "31536000"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_flag("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = _env_flag("DJANGO_SECURE_HSTS_PRELOAD", True)
@@ -329,6 +347,10 @@ NETACLAW: dict[str, Any] = {
     "TOOL_ARGUMENT_BYTES": int(os.environ.get("NETACLAW_TOOL_ARGUMENT_BYTES", "1500000")),
     "TOOL_STEP_ARGUMENT_BYTES": int(os.environ.get("NETACLAW_TOOL_STEP_ARGUMENT_BYTES", "3000000")),
     "TOOL_CALLS_PER_STEP": int(os.environ.get("NETACLAW_TOOL_CALLS_PER_STEP", "16")),
+    "RUNNER": RUNNER,
+    # SIGTERM to a web process of ``make run``: seconds its running turns get to finish
+    # before they are recorded as interrupted (``runs.inprocess``).
+    "DRAIN_SECONDS": float(os.environ.get("NETACLAW_DRAIN_SECONDS", "20")),
 }
 
 LOGGING = {

@@ -6,8 +6,11 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from web.accounts import LogoutWithConfirmation
+from web.health import healthz, readyz
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
     path("", RedirectView.as_view(pattern_name="chat:index", permanent=False)),
     path("accounts/logout/", LogoutWithConfirmation.as_view(), name="logout"),
     path("accounts/", include("django.contrib.auth.urls")),

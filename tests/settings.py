@@ -27,4 +27,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 NETACLAW = {
     **NETACLAW,  # noqa: F405
     "BACKGROUND_COMPACTION": os.environ.get("NETACLAW_BACKGROUND_COMPACTION", "0") != "0",
+    # Jobs run in the test process unless a test starts worker processes and says so (the
+    # suite's worker tests, ``tests/runs``; the live servers they start get the variable).
+    "RUNNER": os.environ.get("NETACLAW_RUNNER", "inprocess"),
 }
