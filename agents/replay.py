@@ -66,7 +66,7 @@ _COMPACTION_ENDS = (CompactionDone, CompactionFailed, CompactionSkipped)
 
 def _worth_recording(events: Sequence[ServerEvent]) -> bool:
     return any(
-        isinstance(e, CompactionProgress | _COMPACTION_ENDS)
+        isinstance(e, (CompactionProgress, *_COMPACTION_ENDS))
         or (isinstance(e, Delta | TurnDone) and e.turn_id)
         for e in events
     )
@@ -245,3 +245,19 @@ async def record(session_id: str, events: Sequence[ServerEvent]) -> None:
 
 async def read(session_id: str, after: int = 0) -> Replay:
     return await replay_store().read(session_id, after)
+
+
+def events_of(session_id: str, found: Replay, after: int) -> list[ServerEvent]:
+    """What a resuming socket is sent, in order: the pieces after ``after``, the turn's end
+    when it has ended, the latest summary progress of a compaction that runs."""
+    events: list[ServerEvent] = [
+        Delta(session_id, text, found.turn_id, seq) for seq, text in found.deltas if seq > after
+    ]
+    if found.turn_id and found.ended:
+        events.append(TurnDone(session_id, turn_id=found.turn_id, interrupted=found.interrupted))
+    if found.progress is not None:
+        p = found.progress
+        events.append(
+            CompactionProgress(session_id, str(p["text"]), int(p["chunk"]), int(p["chunks"]))
+        )
+    return events

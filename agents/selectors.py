@@ -136,3 +136,12 @@ def compaction_running(*, session_id: Any) -> bool:
         .filter(compacting_holder=F("lease_holder"))
         .exists()
     )
+
+
+def streamed_until(*, session_id: Any, turn_id: str) -> int:
+    """The last ``seq`` of turn ``turn_id`` that a stored answer holds (0: none yet): what a
+    page rendered from the database has already shown of that turn."""
+    seqs = Message.objects.filter(
+        session_id=session_id, role=Role.ASSISTANT, metadata__turnId=turn_id
+    ).values_list("metadata__seq", flat=True)
+    return max((int(s) for s in seqs if s is not None), default=0)

@@ -19,7 +19,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from agents.broadcast import session_group
-from agents.events import ErrorEvent, ServerEvent, event_from_layer, events_from_layer
+from agents.events import Delta, ErrorEvent, ServerEvent, event_from_layer, events_from_layer
 from channels_app.framing import frames, outgoing_limit
 from channels_app.protocol import ClientFrame, ProtocolError, parse_client_frame
 
@@ -29,6 +29,11 @@ class EventSocketConsumer(AsyncWebsocketConsumer):
     session groups; send typed events as JSON."""
 
     joined: frozenset[str] | set[str] = frozenset()  # the session groups this socket is in
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # per session: the turn and the last ``seq`` of its pieces this socket has sent
+        self._delta_seen: dict[str, tuple[str, int]] = {}
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         handler = getattr(self, get_handler_name(message), None)
@@ -48,10 +53,20 @@ class EventSocketConsumer(AsyncWebsocketConsumer):
 
     async def send_event(self, event: ServerEvent) -> None:
         """``event`` in frames that fit the frame limit (``channels_app.framing``): a frame
-        over Daphne's 1 MiB would close the socket."""
+        over Daphne's 1 MiB would close the socket. A piece of an answer this socket has
+        sent already (a resume replays what may also arrive live) is not sent again."""
+        if isinstance(event, Delta) and event.turn_id and not self._first_time(event):
+            return
         limit = outgoing_limit(settings.NETACLAW["MAX_FRAME_BYTES"])
         for frame in frames(event, self.encode, limit):
             await self.send(text_data=frame)
+
+    def _first_time(self, delta: Delta) -> bool:
+        seen = self._delta_seen.get(delta.session_id)
+        if seen is not None and seen[0] == delta.turn_id and delta.seq <= seen[1]:
+            return False
+        self._delta_seen[delta.session_id] = (delta.turn_id, delta.seq)
+        return True
 
     def encode(self, event: ServerEvent) -> str:
         return json.dumps(event.to_json(), ensure_ascii=False)

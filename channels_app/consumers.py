@@ -22,15 +22,16 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import translation
 
+from agents import replay
 from agents.access import SessionNotFound, session_for_user
 from agents.broadcast import apublish_to_owner
 from agents.events import Delta, ErrorEvent, MessageStored, ServerEvent, TurnDone
 from agents.leases import TURN, lease_seconds, new_holder, stop_here
+from agents.selectors import streamed_until
 from channels_app import compaction_frames
 from channels_app.auth import RevocableSocket
 from channels_app.consumer_base import EventSocketConsumer
 from channels_app.framing import outgoing_limit
-from channels_app.gateway import gateway
 from channels_app.html_encoder import render_event_html, render_stream_html
 from channels_app.protocol import (
     ChatFrame,
@@ -38,13 +39,15 @@ from channels_app.protocol import (
     NewChatFrame,
     PreviewAcceptFrame,
     PreviewDiscardFrame,
+    ResumeFrame,
     RetryFrame,
     StopFrame,
     UndoFrame,
 )
 from channels_app.stream_preview import StreamPreview
-from chat import control
 from chat.turn import AcceptedChat, accept_chat, accept_new_chat
+from runs import runner
+from runs.jobs import CompactSpec
 
 logger = logging.getLogger(__name__)
 
@@ -108,9 +111,14 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
     async def on_chat(self, frame: ChatFrame) -> None:
         """The access check, the store, the session's turn lease and (when it was free) the
         turn's reads are one trip to the database; else the message is queued."""
-        holder = new_holder(TURN)
         accepted = await accept_chat(
-            self.user, frame.session_id, frame.content, holder, lease_seconds()
+            self.user,
+            frame.session_id,
+            frame.content,
+            new_holder(TURN),
+            lease_seconds(),
+            runner.turn_deferrer(),
+            self.channel_name,
         )
         if accepted is None:
             await self.refuse_session(frame.session_id)
@@ -119,9 +127,14 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
 
     async def on_new_chat(self, frame: NewChatFrame) -> None:
         """The first message of a chat not stored yet: the chat is stored with it."""
-        holder = new_holder(TURN)
         accepted = await accept_new_chat(
-            self.user, frame.agent_id, frame.content, holder, lease_seconds()
+            self.user,
+            frame.agent_id,
+            frame.content,
+            new_holder(TURN),
+            lease_seconds(),
+            runner.turn_deferrer(),
+            self.channel_name,
         )
         if accepted is None:
             await self.send_event(ErrorEvent("no such agent", "unknown_agent"))
@@ -130,7 +143,7 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
 
     async def on_stop(self, frame: StopFrame) -> None:
         """Stop the session's turn or compaction, in whichever process runs it."""
-        stop = await control.request_stop(self.user, frame.session_id)
+        stop = await runner.request_stop(self.user, frame.session_id)
         if stop.session_id is None:
             await self.refuse_session(frame.session_id)
             return
@@ -139,19 +152,34 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             await self.send_event(stop.refusal)
 
     @_in_session
+    async def on_resume(self, frame: ResumeFrame, session_id: str) -> None:
+        """The session's group is joined (above); now what the running answer already
+        streamed, then the live pieces (the base class drops a piece sent twice)."""
+        await self.replay(session_id, frame.after_seq)
+
+    async def replay(self, session_id: str, after_seq: int | None) -> None:
+        found = await replay.read(session_id, 0)
+        if after_seq is None:  # the page: after what it rendered from the stored answers
+            after_seq = await self.stored_cutoff(session_id, found.turn_id)
+        for event in replay.events_of(session_id, found, after_seq):
+            await self.send_event(event)
+
+    async def stored_cutoff(self, session_id: str, turn_id: str) -> int:
+        """A program's resume without ``afterSeq`` starts at the first piece."""
+        return 0
+
+    @_in_session
     async def on_retry(self, frame: RetryFrame, session_id: str) -> None:
-        await gateway.submit_retry(session_id=session_id, reply=self.send_event)
+        await runner.submit_retry(session_id, self.channel_name)
 
     @_in_session
     async def on_compact(self, frame: CompactFrame, session_id: str) -> None:
-        await gateway.submit_compact(
-            session_id=session_id,
+        spec = CompactSpec(
             instructions=frame.instructions,
-            reply=self.send_event,
             up_to=frame.up_to,
-            preview=frame.preview,
-            user_id=self.user.pk,
+            preview_for=self.user.pk if frame.preview else None,
         )
+        await runner.submit_compact(session_id, spec, self.channel_name)
 
     @_in_session
     async def on_undo(self, frame: UndoFrame, session_id: str) -> None:
@@ -191,7 +219,7 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             await self.send_event(accepted.created)
         if accepted.renamed is not None:
             await apublish_to_owner(self.user.pk, accepted.renamed)
-        await gateway.submit_chat(accepted, self.send_event)
+        await runner.submit_chat(accepted, self.channel_name)
 
     async def session_control(self, message: dict[str, Any]) -> None:
         """Channel-layer handler: a stop for the turn that runs in this process, if it does
@@ -222,8 +250,16 @@ class ChatHtmlConsumer(ChatConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode("latin1"))
         self.language = _language(self.scope)
         session = (query.get("session") or [""])[0]
-        if session:
-            await self.join_session(session)
+        if session:  # the page resumes on every (re)connect: its running answer, whole
+            session_id = await self.join_session(session)
+            if session_id is not None:
+                await self.replay(session_id, None)
+
+    async def stored_cutoff(self, session_id: str, turn_id: str) -> int:
+        """The page shows the stored answers already: the pieces after them."""
+        if not turn_id:
+            return 0
+        return await database_sync_to_async(streamed_until)(session_id=session_id, turn_id=turn_id)
 
     def encode(self, event: ServerEvent) -> str:
         return render_event_html(event, language=self.language)
@@ -236,7 +272,8 @@ class ChatHtmlConsumer(ChatConsumer):
 
     async def send_event(self, event: ServerEvent) -> None:
         if isinstance(event, Delta):
-            await self._stream(event)
+            if not event.turn_id or self._first_time(event):
+                await self._stream(event)
             return
         if _ends_stream(event):
             self._end_stream()

@@ -105,8 +105,21 @@ class RetryFrame:
     session_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class ResumeFrame:
+    """Join the session's events, the running answer's pieces after ``after_seq`` first
+    (CONTRACT §8). ``after_seq`` None: the page's own socket starts after what it has
+    stored; a program's, from the first piece (0)."""
+
+    type: ClassVar[str] = "resume"
+
+    session_id: str
+    after_seq: int | None = None
+
+
 ClientFrame = (
-    ChatFrame
+    ResumeFrame
+    | ChatFrame
     | NewChatFrame
     | CompactFrame
     | StopFrame
@@ -218,6 +231,15 @@ def _parse_stop(data: dict[str, Any], session_id: str) -> StopFrame:
     return StopFrame(session_id=session_id)
 
 
+def _parse_resume(data: dict[str, Any], session_id: str) -> ResumeFrame:
+    after = data.get("afterSeq")
+    if after is None:
+        return ResumeFrame(session_id)
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise ProtocolError("'afterSeq' must be an integer of 0 or more", "bad_field", session_id)
+    return ResumeFrame(session_id, after)
+
+
 def _parse_retry(data: dict[str, Any], session_id: str) -> RetryFrame:
     return RetryFrame(session_id=session_id)
 
@@ -258,6 +280,7 @@ _PARSERS: dict[str, Callable[[dict[str, Any], str], ClientFrame]] = {
     "chat": _parse_chat,
     "compact": _parse_compact,
     "stop": _parse_stop,
+    "resume": _parse_resume,
     "retry": _parse_retry,
     "undo": _parse_undo,
     "preview_accept": _parse_preview_accept,

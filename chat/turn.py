@@ -559,8 +559,8 @@ class ChatTurn:
             turn_id=self.turn_id,
             interrupted=self.interrupted,
         )
+        await self._prepare_next_compaction()  # before the end: the lease goes right after it
         await apublish(sid, *closing, done)
-        await self._prepare_next_compaction()
 
     async def _prepare_next_compaction(self) -> None:
         """Past the soft threshold, the next compaction's summary is written while the

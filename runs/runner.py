@@ -60,7 +60,11 @@ async def submit_chat(accepted: AcceptedChat, reply_to: str) -> None:
     elsewhere, with the turn's first events when this process runs it."""
     sid = accepted.session_id
     stored = tuple(MessageStored(sid, message) for message in accepted.messages)
-    if not accepted.holder or uses_workers():
+    if not accepted.holder:  # queued behind the holder; answered by it, or once it is gone
+        await apublish(sid, *stored)
+        await _watch_queue(sid)
+        return
+    if uses_workers():
         await apublish(sid, *stored)
         return
     in_process().spawn(
@@ -69,6 +73,26 @@ async def submit_chat(accepted: AcceptedChat, reply_to: str) -> None:
         ),
         name=f"turn {sid}",
     )
+
+
+_watching_here: set[str] = set()  # sessions whose queue a job of this process watches
+
+
+async def _watch_queue(session_id: str) -> None:
+    """A queued message is answered by the lease's holder when it is done; should that
+    holder die instead, a job waiting for its lease to expire answers it (one per session)."""
+    if uses_workers():
+        await worker.defer_queued_async(session_id)
+    elif session_id not in _watching_here:
+        _watching_here.add(session_id)
+        in_process().spawn(_watching(session_id), name=f"queue {session_id}")
+
+
+async def _watching(session_id: str) -> None:
+    try:
+        await jobs.run_queued(session_id)
+    finally:
+        _watching_here.discard(session_id)
 
 
 async def submit_retry(session_id: str, reply_to: str) -> None:

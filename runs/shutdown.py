@@ -26,7 +26,7 @@ def install_drain_on_shutdown() -> bool:
     reactor = sys.modules.get("twisted.internet.reactor")
     if reactor is None or uses_workers():
         return False
-    reactor.addSystemEventTrigger("before", "shutdown", _drain)  # type: ignore[attr-defined]
+    reactor.addSystemEventTrigger("before", "shutdown", _drain)
     return True
 
 

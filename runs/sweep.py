@@ -64,7 +64,9 @@ async def _settle(app: App, job: jobs.Job) -> None:
 
 
 def _recover(session_id: str, job: jobs.Job, kwargs: dict[str, Any]) -> list[Recovery]:
-    holder = ChatSession.objects.values_list("lease_holder", flat=True).filter(pk=session_id).first()
+    holder = (
+        ChatSession.objects.values_list("lease_holder", flat=True).filter(pk=session_id).first()
+    )
     if not holder:
         return []
     ours = holder == kwargs.get("holder") or f"/job{job.id}:" in holder

@@ -23,6 +23,7 @@ WIRE = [
     {"type": "chat", "agent": 3, "content": "a new chat"},
     {"type": "compact", "sessionId": SID, "instructions": "keep paths", "upTo": 9},
     {"type": "stop", "sessionId": SID},
+    {"type": "resume", "sessionId": SID, "afterSeq": 3},
     {"type": "retry", "sessionId": SID},
     {"type": "undo", "sessionId": SID, "compactionId": 4},
     {"type": "preview_accept", "sessionId": SID, "previewId": 5, "summary": "edited"},
@@ -32,7 +33,7 @@ WIRE = [
 
 def test_every_frame_type_has_its_own_handler() -> None:
     types = [frame.type for frame in FRAME_CLASSES]
-    assert len(set(types)) == len(FRAME_CLASSES) == 8
+    assert len(set(types)) == len(FRAME_CLASSES) == 9
     for consumer in (ChatConsumer, ChatHtmlConsumer):
         handlers = {name for name, _ in inspect.getmembers(consumer) if name.startswith("on_")}
         assert handlers == {f"on_{t}" for t in types}

@@ -18,6 +18,7 @@ import json
 import threading
 import time
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from channels.db import database_sync_to_async
@@ -286,13 +287,18 @@ async def test_stop_during_streaming_keeps_the_partial_answer_marked_stopped(llm
     ws, _ = await connect(token=await token_for(user), origin=None)
     sid = str(session.pk)
     await send(ws, {"type": "chat", "sessionId": sid, "content": "讲个长故事"})
+    streamed = []
     for _ in range(3):
-        await receive_until(ws, "delta")
+        streamed += await receive_until(ws, "delta")
     started = time.monotonic()
     await send(ws, {"type": "stop", "sessionId": sid})
     events = await receive_until(ws, "turn_done", timeout=10)
     assert time.monotonic() - started < 3, "the stream was cut, not read to its end"
-    assert events[-1] == {"type": "turn_done", "sessionId": sid, "stopped": True}
+    done = events[-1]
+    assert done == {"type": "turn_done", "sessionId": sid, "stopped": True, "turnId": ANY}
+    deltas = [e for e in streamed + events if e["type"] == "delta"]
+    assert {e["turnId"] for e in deltas} == {done["turnId"]}
+    assert [e["seq"] for e in deltas] == list(range(1, len(deltas) + 1))
     stored = [e["message"] for e in events if e["type"] == "message"]
     partial, record = stored[-2], stored[-1]
     assert partial["role"] == "assistant" and partial["metadata"]["stopped"] is True

@@ -16,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 from procrastinate.contrib.django import app
+from procrastinate.contrib.django.django_connector import DjangoConnector
 
 from runs import sweep, worker
 
@@ -37,7 +38,9 @@ class Command(BaseCommand):
             return
         name = f"netaclaw-{socket.gethostname()[:32]}-{os.getpid()}"
         self.stdout.write(f"NetaClaw worker {name}: {concurrency} jobs at once.")
-        with app.replace_connector(app.connector.get_worker_connector()):
+        connector = app.connector
+        assert isinstance(connector, DjangoConnector)  # procrastinate's Django app's own
+        with app.replace_connector(connector.get_worker_connector()):
             asyncio.run(_work(name, concurrency))
         self.stdout.write(f"NetaClaw worker {name} stopped.")
 
