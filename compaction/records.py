@@ -159,12 +159,19 @@ def dropped_json(
     return [{"value": f.value, "kind": f.kind, "messageId": f.message_id} for f in facts]
 
 
-def interrupt_running(*, session_id: Any) -> int:
-    """The session's compactions recorded ``running`` whose process died: ``interrupted``
-    (the history is unchanged: they wrote nothing). How many."""
+def interrupt_running(*, session_id: Any, cancelled: bool = False) -> int:
+    """The session's compactions still recorded ``running`` whose work was stopped from
+    outside it — its process died or shuts down (``interrupted``), or a stop did not wait
+    for its thread (``cancelled``, with ``cancelled``). The history is unchanged: they
+    wrote nothing. How many."""
+    status, reason = (
+        (CompactionStatus.CANCELLED, "cancelled")
+        if cancelled
+        else (CompactionStatus.INTERRUPTED, "compaction_interrupted")
+    )
     return CompactionRecord.objects.filter(
         session_id=session_id, status=CompactionStatus.RUNNING
-    ).update(status=CompactionStatus.INTERRUPTED, reason="compaction_interrupted")
+    ).update(status=status, reason=reason)
 
 
 def record_discard_running(record_id: int) -> None:
@@ -198,11 +205,12 @@ def _write(session: ChatSession, audit: CompactionAudit, **fields: Any) -> Compa
     """The compaction's record: its ``running`` one completed, or a new one."""
     values = {**audit.fields(), **fields}
     if audit.record_id is not None:
-        updated = CompactionRecord.objects.filter(
-            pk=audit.record_id, status=CompactionStatus.RUNNING
-        ).update(**values)
-        if updated:
-            return CompactionRecord.objects.get(pk=audit.record_id)
+        CompactionRecord.objects.filter(pk=audit.record_id, status=CompactionStatus.RUNNING).update(
+            **values
+        )
+        found = CompactionRecord.objects.filter(pk=audit.record_id).first()
+        if found is not None:  # closed already by whoever stopped it: that ending stands
+            return found
     return CompactionRecord.objects.create(session=session, **values)
 
 

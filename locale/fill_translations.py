@@ -18,6 +18,20 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 ZH: dict[str, str | list[str]] = {
+    # --- issue 24: durable runs ---
+    "Interrupted: the server running this answer stopped. It is answered again by itself; if it is not, use Retry.": (
+        "已中断：运行这条回答的服务器停止了。它会自动重新回答；如果没有，请点击重试。"
+    ),
+    "The compaction was interrupted (its server stopped); the history is unchanged": (
+        "压缩被中断（运行它的服务器停止了）；历史未改变"
+    ),
+    "Runs (turns and compactions as jobs)": "运行（以任务运行的对话轮次与压缩）",
+    "prepared compaction": "预备的压缩",
+    "prepared compactions": "预备的压缩",
+    "preparing": "准备中",
+    "ready": "就绪",
+    "running": "运行中",
+    "interrupted": "已中断",
     # --- seed §8.1 token bar and status line ---
     "Auto-compaction threshold %(threshold)s%%": "自动压缩阈值 %(threshold)s%%",
     "Compacting context...": "正在压缩上下文...",

@@ -169,13 +169,13 @@ REDIS_URL = os.environ.get("REDIS_URL") or None
 # Procrastinate in PostgreSQL, run by ``make worker`` processes apart from the web —
 # whenever PostgreSQL and Redis are configured; ``inprocess`` — tasks of the web process —
 # otherwise (``make run``: one process, no other service).
-_POSTGRES = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
-RUNNER = os.environ.get("NETACLAW_RUNNER") or ("worker" if _POSTGRES and REDIS_URL else "inprocess")
+_postgres = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+RUNNER = os.environ.get("NETACLAW_RUNNER") or ("worker" if _postgres and REDIS_URL else "inprocess")
 if RUNNER not in {"worker", "inprocess"}:
     raise ImproperlyConfigured("NETACLAW_RUNNER must be worker or inprocess")
-if RUNNER == "worker" and not (_POSTGRES and REDIS_URL):
+if RUNNER == "worker" and not (_postgres and REDIS_URL):
     raise ImproperlyConfigured("NETACLAW_RUNNER=worker needs PostgreSQL and REDIS_URL")
-if _POSTGRES:  # its tables are PostgreSQL's: with SQLite jobs run in the web process
+if _postgres:  # its tables are PostgreSQL's: with SQLite jobs run in the web process
     INSTALLED_APPS.insert(INSTALLED_APPS.index("runs"), "procrastinate.contrib.django")
     PROCRASTINATE_AUTODISCOVER_MODULE_NAME = ""
     PROCRASTINATE_IMPORT_PATHS = ["runs.worker"]

@@ -19,14 +19,22 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agents.broadcast import asend_to
+from channels.db import database_sync_to_async
+
+from agents.broadcast import apublish, asend_to
 from agents.daemon_threads import in_daemon_thread
-from agents.events import CompactionSkipped, ErrorEvent, MessageStored, ServerEvent
+from agents.events import (
+    CompactionFailed,
+    CompactionSkipped,
+    ErrorEvent,
+    MessageStored,
+    ServerEvent,
+)
 from agents.leases import COMPACT, TURN, SessionLease
 from agents.reasons import wire_text
 from chat import control, turn
 from chat.interruption import continues_by_itself
-from compaction import background, preview
+from compaction import background, preview, records
 from compaction.request import CompactionRequest
 from compaction.run import acompact
 
@@ -211,7 +219,20 @@ async def _manual_compaction(
         if not task.done():  # stopped (or this task was cancelled): do not wait for it
             task.cancel()
             await asyncio.wait({task})
-    outcome = None if task.cancelled() else task.result()
-    if outcome is not None and outcome.status == "skipped":
-        sid = request.session_id
+    sid = request.session_id
+    if task.cancelled():  # its thread may still wait on the model: its record ends here
+        await _close_running(sid, interrupted=lease.stop.interrupted)
+        return
+    if task.result().status == "skipped":
         await asend_to(reply_to, CompactionSkipped(sid, "in_progress", wire_text("in_progress")))
+
+
+async def _close_running(session_id: str, *, interrupted: bool) -> None:
+    """A compaction stopped without waiting for its thread: its ``running`` record is
+    closed now (the thread writes nothing after the stop); a shutdown's is announced."""
+    closed = await database_sync_to_async(records.interrupt_running)(
+        session_id=session_id, cancelled=not interrupted
+    )
+    if closed and interrupted:
+        error = wire_text("compaction_interrupted")
+        await apublish(session_id, CompactionFailed(session_id, error, "compaction_interrupted"))

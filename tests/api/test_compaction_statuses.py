@@ -36,7 +36,7 @@ from web.api import ApiView, SessionCompactView
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-LOST_RACES = {"in_progress", "history_changed", "cancelled"}
+LOST_RACES = {"in_progress", "history_changed", "cancelled", "compaction_interrupted"}
 
 
 @pytest.fixture(autouse=True)

@@ -21,6 +21,7 @@ PRODUCT = (
     "netaclaw",
     "web",
     "channels_app",
+    "runs",
     "chat",
     "recall",
     "compaction",
@@ -35,7 +36,8 @@ BESIDE = ("scripted_llm", "bench")
 SCANNED = PRODUCT + BESIDE
 FIRST_PARTY = (*SCANNED, "tests")
 
-_BELOW_WEB = ("chat", "recall", "compaction", "agents", "system", "llm", "condense")
+_BELOW_RUNS = ("chat", "recall", "compaction", "agents", "system", "llm", "condense")
+_BELOW_WEB = ("runs", *_BELOW_RUNS)
 
 # package → the first-party modules it may import besides its own (module-name prefixes:
 # "condense.types" admits ``condense.types`` and names inside it, not ``condense`` itself,
@@ -46,6 +48,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "web": _BELOW_WEB,
     # the HTML encoder renders with the page's own presentation and Markdown (web)
     "channels_app": ("web", *_BELOW_WEB),
+    # where a session's work runs: the turns and compactions it hands to a runner
+    "runs": _BELOW_RUNS,
     "chat": ("recall", "compaction", "agents", "system", "llm", "condense"),
     "recall": ("compaction", "agents", "system", "llm", "condense"),
     "compaction": ("agents", "system", "llm", "condense"),

@@ -9,8 +9,9 @@ from tests import settings as for_tests
 
 # What tests/settings.py may set differently, each with its reason there.
 OVERRIDDEN = {"PASSWORD_HASHERS", "NETACLAW"}
-# NETACLAW: only background compaction, which would race scripted replies
-NETACLAW_OVERRIDDEN = {"BACKGROUND_COMPACTION"}
+# NETACLAW: background compaction, which would race scripted replies, and the runner: jobs
+# run in the test process unless a test starts worker processes (tests/runs)
+NETACLAW_OVERRIDDEN = {"BACKGROUND_COMPACTION", "RUNNER"}
 
 
 def _settings(module: object) -> dict[str, object]:

@@ -71,6 +71,9 @@ PUBLIC_URL_NAMES = {
     "password_reset_complete",
     "admin:login",
     "api:auth-token",
+    # probes for load balancers (CONTRACT §8): they say only whether a part is up
+    "healthz",
+    "readyz",
 }
 
 
