@@ -65,3 +65,13 @@ def dead_holders_of_process(host_pid: str) -> list[tuple[str, str]]:
     """(session id, holder) of every lease held in the name of ``host:pid``."""
     rows = ChatSession.objects.exclude(lease_holder="").values_list("pk", "lease_holder")
     return [(str(pk), holder) for pk, holder in rows if f"{host_pid}:" in holder]
+
+
+def recover_after_restart() -> list[Recovery]:
+    """``make run`` starting again: its one process is the only one there is, so every
+    lease still held is a dead one — taken back, and what it ran recorded."""
+    found = []
+    held = ChatSession.objects.exclude(lease_holder="").values_list("pk", "lease_holder")
+    for session_id, holder in list(held):
+        found.append(recover(str(session_id), dead=holder))
+    return found

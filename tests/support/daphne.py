@@ -62,6 +62,7 @@ class LiveServer:
     port: int
     log: Path
     pid: int
+    process: subprocess.Popen[bytes] | None = None  # for a test that signals it itself
 
     def rss_mib(self) -> int:
         """The server process's resident memory, in MiB (Linux)."""
@@ -137,9 +138,10 @@ def running_daphne(
         )
     try:
         _wait_listening(port, proc, log)
-        yield LiveServer(port=port, log=log, pid=proc.pid)
+        yield LiveServer(port=port, log=log, pid=proc.pid, process=proc)
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:

@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from chat.recovery import recover_after_restart
 from netaclaw.bootstrap import bootstrap
 from netaclaw.management.commands.bootstrap_local import write_login
 
@@ -60,6 +61,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, host: str, port: int, **options: Any) -> None:
         report = bootstrap()
+        recovered = recover_after_restart()  # what the last run left running, recorded
+        if recovered:
+            self.stdout.write(f"Recovered {len(recovered)} chat(s) left running by the last run.")
         url = f"http://{host}:{port}"
         self.stdout.write(f"Starting NetaClaw on {url} …")
         process = subprocess.Popen(daphne_command(host, port))
