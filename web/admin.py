@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from agents import configuration, services
 from agents.auxiliary import default_auxiliary_settle
 from agents.models import Agent, ChatSession, CompactionRecord, Message, ModelChannel
+from chat.recovery import recover
 from compaction.request import CompactionRequest
 from compaction.run import compact
 from system.models import DictInfo, DictType
+
+if TYPE_CHECKING:  # a development dependency: types only
+    from django_stubs_ext import StrOrPromise
 
 
 class ModelChannelAdminForm(forms.ModelForm):
@@ -137,10 +142,38 @@ class MessageInline(admin.TabularInline):
         return False
 
 
+class LeaseStateFilter(admin.SimpleListFilter):
+    """Issue 24: which chats have work running, and which are stuck — held by a lease that
+    expired without being given back (its process died and no sweep has taken it back)."""
+
+    title = _("work")
+    parameter_name = "work"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, StrOrPromise]]:
+        return [("running", _("running now")), ("stuck", _("stuck (a dead lease)"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ChatSession]) -> Any:
+        now = timezone.now()
+        held = queryset.exclude(lease_holder="")
+        if self.value() == "running":
+            return held.filter(lease_expires_at__gt=now)
+        if self.value() == "stuck":
+            return held.filter(lease_expires_at__lte=now)
+        return queryset
+
+
 @admin.register(ChatSession)
 class ChatSessionAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "owner", "agent", "compaction_count", "updated_at", "paused"]
-    list_filter = ["agent", "created_at"]
+    list_display = [
+        "__str__",
+        "owner",
+        "agent",
+        "compaction_count",
+        "updated_at",
+        "paused",
+        "work",
+    ]
+    list_filter = [LeaseStateFilter, "agent", "created_at"]
     search_fields = ["title", "id", "owner__username"]
     readonly_fields = [
         "id",
@@ -158,7 +191,27 @@ class ChatSessionAdmin(admin.ModelAdmin):
     ]
     raw_id_fields = ["owner"]
     inlines = [MessageInline]
-    actions = ["compact_selected"]
+    actions = ["compact_selected", "take_back_dead_leases"]
+
+    @admin.display(description=_("work"))
+    def work(self, obj: ChatSession) -> str:
+        if not obj.lease_holder:
+            return ""
+        if obj.lease_expires_at is not None and obj.lease_expires_at > timezone.now():
+            return str(_("running"))
+        return str(_("stuck"))
+
+    @admin.action(
+        description=_("Take back the leases of stopped processes (records what they ran)")
+    )
+    def take_back_dead_leases(self, request: HttpRequest, queryset: QuerySet[ChatSession]) -> None:
+        """Only expired leases: a live holder renews its lease, so an expired one is dead."""
+        now = timezone.now()
+        freed = 0
+        for session in queryset.exclude(lease_holder="").filter(lease_expires_at__lte=now):
+            recover(str(session.pk), dead=session.lease_holder)
+            freed += 1
+        self.message_user(request, _("%(n)d session(s) taken back.") % {"n": freed})
 
     @admin.action(description=_("Compact the selected sessions now"))
     def compact_selected(self, request: HttpRequest, queryset: QuerySet[ChatSession]) -> None:
