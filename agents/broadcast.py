@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import redis
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
@@ -38,6 +39,10 @@ async def asend_control(session_id: str | uuid.UUID, message: dict[str, str]) ->
     )
 
 
+# A channel layer that drops (a Redis restart) is tried again for about 3 s, then the events
+# go unheard — the work goes on and stores them; sockets reconnect and resume (issue 27).
+LAYER_ATTEMPTS = 5
+
 # How long a thread waits for the process's event loop to take an event (issue 24: a
 # thread that hops to a loop that has stopped must never wait forever).
 PUBLISH_TIMEOUT_SECONDS = 10.0
@@ -61,7 +66,16 @@ async def apublish(session_id: str | uuid.UUID, *events: ServerEvent) -> None:
         return
     _remember_home_loop()
     await replay.record(str(session_id), events)  # before any socket can see them live
-    await layer.group_send(session_group(session_id), events_to_layer(events))
+    message = events_to_layer(events)
+    for attempt in range(LAYER_ATTEMPTS):
+        try:
+            await layer.group_send(session_group(session_id), message)
+            return
+        except (redis.RedisError, ConnectionError, OSError):  # a Redis restart: a moment
+            if attempt == LAYER_ATTEMPTS - 1:
+                logger.warning("the channel layer is down: events to %s dropped", session_id)
+                return
+            await asyncio.sleep(0.2 * 2**attempt)
 
 
 def publish(session_id: str | uuid.UUID, *events: ServerEvent) -> None:

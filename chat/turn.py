@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from channels.db import database_sync_to_async
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from agents import runtime, services
 from agents.access import SessionNotFound, agent_for_user, session_for_user
@@ -537,30 +537,41 @@ class ChatTurn:
                 body.cancel()
         self._settle(body)
         closing = [*self.opening, *self._closing]  # the opening, if the body never sent it
-        if self.stopped and self.stop.interrupted:  # the runner's stop, not the user's
-            self.interrupted = True
-            calls = list(self._open_calls.values())
-            for message in await _store_interrupted(self.session, self.attempt, calls):
-                closing.append(MessageStored(sid, message))
-        elif self.stopped:
-            partial = "".join(self._partial)
-            calls = list(self._open_calls.values())
-            for message in await _store_stopped(self.session, partial, calls):
-                closing.append(MessageStored(sid, message))
-        elif self.failure is not None:
-            record, found, error = await _store_failure(self.session, self.failure)
-            closing.append(MessageStored(sid, record))
-            closing.append(ErrorEvent(error, found.reason, sid, recorded=True))
-        if list(self.todos.items) != list(prepared.todos):
-            await _save_todos(self.session, list(self.todos.items))
+        try:
+            closing += await self._record_ending()
+            await self._prepare_next_compaction()  # before the end: the lease goes after it
+        except DatabaseError:  # an outage: the turn still ends for every socket watching
+            logger.exception("the end of a turn of session %s could not be stored", sid)
+            closing.append(ErrorEvent(wire_text("storage_error"), "storage_error", sid))
         done = TurnDone(
             sid,
             stopped=self.stopped and not self.interrupted,
             turn_id=self.turn_id,
             interrupted=self.interrupted,
         )
-        await self._prepare_next_compaction()  # before the end: the lease goes right after it
         await apublish(sid, *closing, done)
+
+    async def _record_ending(self) -> list[ServerEvent]:
+        """What the turn's end stores: an interruption, a stop or a failure, and the todos."""
+        sid = self.session_id
+        events: list[ServerEvent] = []
+        if self.stopped and self.stop.interrupted:  # the runner's stop, not the user's
+            self.interrupted = True
+            calls = list(self._open_calls.values())
+            for message in await _store_interrupted(self.session, self.attempt, calls):
+                events.append(MessageStored(sid, message))
+        elif self.stopped:
+            partial = "".join(self._partial)
+            calls = list(self._open_calls.values())
+            for message in await _store_stopped(self.session, partial, calls):
+                events.append(MessageStored(sid, message))
+        elif self.failure is not None:
+            record, found, error = await _store_failure(self.session, self.failure)
+            events.append(MessageStored(sid, record))
+            events.append(ErrorEvent(error, found.reason, sid, recorded=True))
+        if list(self.todos.items) != list(self.prepared.todos):
+            await _save_todos(self.session, list(self.todos.items))
+        return events
 
     async def _prepare_next_compaction(self) -> None:
         """Past the soft threshold, the next compaction's summary is written while the

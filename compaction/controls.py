@@ -24,17 +24,27 @@ from agents.history_pages import message_for_session
 from agents.message_format import message_to_json
 from agents.meter import publish_meter
 from agents.models import ChatSession, CompactionRecord, Message, Role
+from agents.selectors import compaction_running
 from compaction import records
 
 SUMMARY_MAX_CHARS = 200_000
 
 
 class EditRefused(Exception):
-    """An edit refused with a reason of ``agents.reasons`` (not_a_summary, summary_not_active)."""
+    """An edit refused with a reason of ``agents.reasons`` (not_a_summary, summary_not_active,
+    in_progress: a compaction runs and would lose it)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def _refuse_while_compacting(session: ChatSession) -> None:
+    """A pin or an edit made while a compaction of the session runs would be lost with the
+    span it summarizes (issue 27 item 6): refused, try again once it has ended. (One that
+    slips in just before the write-back is caught there: ``services.compaction_apply``.)"""
+    if compaction_running(session_id=session.pk):
+        raise EditRefused("in_progress")
 
 
 def _pair(message: Message) -> list[Message]:
@@ -80,6 +90,7 @@ def message_pin(*, session: ChatSession, message_id: int, pinned: bool) -> list[
     """Pin or unpin one message of the session (``MessageNotFound`` when it is not one);
     returns every message that changed (a pin may bring originals back). Announced as
     ``message_updated``, then the token bar, after the commit."""
+    _refuse_while_compacting(session)
     with transaction.atomic():
         message = message_for_session(session=session, message_id=message_id)
         services.message_pin_set(message=message, pinned=pinned)
@@ -94,6 +105,7 @@ def summary_edit(*, session: ChatSession, message_id: int, content: str, editor:
     """Rewrite a summary still in effect; the edit (who, when, the text before) goes into
     its compaction's audit record (or, for a summary older than the records, its own
     metadata)."""
+    _refuse_while_compacting(session)
     with transaction.atomic():
         summary = message_for_session(session=session, message_id=message_id)
         if not summary.is_compaction_summary:

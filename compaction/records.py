@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError
@@ -263,6 +263,19 @@ def record_outcome(
         )
     except DatabaseError:
         return None
+
+
+def skipped_in_progress_lately(*, session: ChatSession, seconds: float) -> bool:
+    """A ``skipped`` / ``in_progress`` record of the session in the last ``seconds``: one
+    outage of a held lease (a dead holder's, say) is recorded once, not once per asking
+    (issue 27 item 12)."""
+    since = timezone.now() - timedelta(seconds=seconds)
+    return CompactionRecord.objects.filter(
+        session=session,
+        status=CompactionStatus.SKIPPED,
+        reason="in_progress",
+        started_at__gte=since,
+    ).exists()
 
 
 def record_undone(record: CompactionRecord) -> None:

@@ -26,7 +26,7 @@ from agents.broadcast import publish
 from agents.daemon_threads import in_daemon_thread
 from agents.event_records import EventRecord
 from agents.events import CompactionFailed, CompactionSkipped, CompactionStart, MessageStored
-from agents.leases import COMPACT, SessionLease, held_lease
+from agents.leases import COMPACT, SessionLease, held_lease, lease_seconds
 from agents.message_format import message_to_json
 from agents.meter import publish_meter
 from agents.models import SYSTEM_TYPE_COMPACTION, ChatSession
@@ -67,7 +67,7 @@ def compact(request: CompactionRequest, *, lease: SessionLease | None = None) ->
             if own is None and request.given is not None:
                 raise CompactionFailure("in_progress")
             outcome = in_progress_outcome() if own is None else _under(session, request, audit, own)
-    if outcome.status not in {"done", "previewed"}:  # recorded with the write-back
+    if outcome.status not in {"done", "previewed"} and not _recorded_already(session, outcome):
         records.record_outcome(
             session=session,
             audit=audit,
@@ -79,6 +79,14 @@ def compact(request: CompactionRequest, *, lease: SessionLease | None = None) ->
     if outcome.status != "done" and outcome.reason != "in_progress":
         publish_meter(str(session.pk))  # the bar no longer shows a compaction (done: on commit)
     return outcome
+
+
+def _recorded_already(session: ChatSession, outcome: CompactionOutcome) -> bool:
+    """A lease held through an outage is recorded once per lease period, not once per
+    compaction asked for meanwhile."""
+    return outcome.reason == "in_progress" and records.skipped_in_progress_lately(
+        session=session, seconds=lease_seconds()
+    )
 
 
 async def acompact(

@@ -52,7 +52,7 @@ async def sweep_once(app: App) -> int:
 
 
 async def _settle(app: App, job: jobs.Job) -> None:
-    kwargs: dict[str, Any] = dict(job.task_kwargs)
+    kwargs = worker.job_kwargs(job)
     session_id = str(kwargs.get("session_id") or "")
     logger.warning("job %s (%s) of a dead worker: settling it", job.id, job.task_name)
     if job.task_name == worker.PREPARE_TASK:

@@ -23,6 +23,7 @@ is found by the sweep (``runs.sweep``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Coroutine
 from typing import Any
@@ -160,10 +161,17 @@ def defer_preparation(session_id: str, owner_id: int) -> None:
         pass
 
 
+def job_kwargs(job: Any) -> dict[str, Any]:
+    """A job's arguments: the Django connector reads them back as JSON text, the worker's
+    psycopg connector as a dict."""
+    kwargs = job.task_kwargs
+    return dict(json.loads(kwargs) if isinstance(kwargs, str) else kwargs)
+
+
 async def abort_session_jobs(session_id: str) -> int:
     """Ask every running job of the session to stop now (Stop); how many were asked."""
     running = await app.job_manager.list_jobs_async(queue=SESSIONS, status="doing")
-    ids = [job.id for job in running if job.task_kwargs.get("session_id") == session_id]
+    ids = [job.id for job in running if job_kwargs(job).get("session_id") == session_id]
     for job_id in ids:
         if job_id is not None:
             await app.job_manager.cancel_job_by_id_async(job_id, abort=True)

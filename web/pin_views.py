@@ -16,12 +16,13 @@ from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from agents import reasons
 from agents.events import MeterReading
 from agents.history_pages import MessageNotFound
 from agents.message_format import message_to_json
 from agents.meter import token_update
 from agents.models import ChatSession
-from compaction.controls import message_pin
+from compaction.controls import EditRefused, message_pin
 from web.page_access import HtmxHttpRequest, own_session
 from web.presentation import MeterView, message_view
 
@@ -51,6 +52,8 @@ def message_pin_toggle(
         changed = message_pin(session=session, message_id=message_id, pinned=pinned)
     except MessageNotFound as exc:
         raise Http404(_("No such message.")) from exc
+    except EditRefused as exc:  # a compaction runs: it would lose the pin
+        return HttpResponse(reasons.message(exc.reason), status=reasons.http_status(exc.reason))
     # this page's meter (every tab's was published): pins move tokens between its parts
     update = token_update(str(session.pk))
     if not request.htmx:

@@ -3,9 +3,12 @@ agent's compaction controls."""
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
-from agents.models import Agent, CompactionRecord, Message
+import pytest
+from django.utils import timezone
+
+from agents.models import Agent, ChatSession, CompactionRecord, Message
 from agents.selectors import llm_history_load
 from agents.services import messages_bulk_append
 from compaction.request import CompactionRequest
@@ -174,6 +177,29 @@ def test_only_a_summary_can_be_edited_and_the_edit_is_audited(compacted) -> None
     assert api.patch(summary_url, {}, format="json").status_code == 400
     missing = f"/api/sessions/{session.pk}/messages/{10**9}/"
     assert api.patch(missing, {"pinned": True}, format="json").status_code == 404
+
+
+def test_a_pin_or_an_edit_while_a_compaction_runs_is_refused_not_lost(compacted) -> None:
+    """Issue 27 item 6: the compaction would summarize the span as it was when it started."""
+    session, outcome, api = compacted
+    ChatSession.objects.filter(pk=session.pk).update(
+        lease_holder="c/elsewhere:1:abc",
+        compacting_holder="c/elsewhere:1:abc",
+        lease_expires_at=timezone.now() + timedelta(seconds=30),
+    )
+    message = llm_history_load(session=session)[-1]
+    pin = api.patch(
+        f"/api/sessions/{session.pk}/messages/{message.pk}/", {"pinned": True}, format="json"
+    )
+    edit = api.patch(
+        f"/api/sessions/{session.pk}/messages/{outcome.summary_message_id}/",
+        {"content": "## 目标\nrewritten"},
+        format="json",
+    )
+    assert (pin.status_code, pin.json()["reason"]) == (409, "in_progress")
+    assert (edit.status_code, edit.json()["reason"]) == (409, "in_progress")
+    assert not Message.objects.get(pk=message.pk).pinned
+    assert "rewritten" not in Message.objects.get(pk=outcome.summary_message_id).content
 
 
 def test_the_agents_compaction_controls(alice, alice_api) -> None:
