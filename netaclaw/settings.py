@@ -364,5 +364,7 @@ LOGGING = {
         "httpx2": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
         "axes": {"level": "WARNING"},  # every login attempt at INFO; lockouts stay visible
+        # one line per process start ("Adding tasks from blueprint"): commands print nothing
+        "procrastinate.blueprints": {"level": "WARNING"},
     },
 }
