@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from agents.broadcast import publish_to_owner
 from agents.events import SessionDeleted, SessionUpdated
+from agents.id_batches import id_batches
 from agents.models import SYSTEM_TYPE_TURN, Agent, ChatSession, Message, Role
 from agents.positions import advance_past, next_positions
 from agents.selectors import queued_messages, session_tail
@@ -276,7 +277,8 @@ def compaction_apply(
     Re-checks that every message to replace is still visible in this session
     (DESIGN 6); if not, raises SpanChanged and writes nothing. ``token_calibration``:
     measured ÷ estimated before it, which the meter keeps applying to the new context
-    until the provider reports again (issue 17 item 10).
+    until the provider reports again (issue 17 item 10). Ids go to the database in batches
+    (``agents.id_batches``): PostgreSQL takes at most 65,535 parameters per statement.
     """
     compacted_ids = sorted(set(compacted_ids))
     pruned_ids = sorted(set(pruned_ids) - set(compacted_ids))
@@ -287,10 +289,10 @@ def compaction_apply(
     now = timezone.now()
     with transaction.atomic():
         locked = ChatSession.objects.select_for_update().get(pk=session.pk)
-        visible = Message.objects.filter(
-            session=locked, compacted_at__isnull=True, pk__in=[*compacted_ids, *pruned_ids]
-        )
-        found = dict(visible.values_list("pk", "position"))
+        visible = Message.objects.filter(session=locked, compacted_at__isnull=True)
+        found: dict[int, int] = {}
+        for batch in id_batches([*compacted_ids, *pruned_ids]):
+            found.update(visible.filter(pk__in=batch).values_list("pk", "position"))
         if len(found) != len(compacted_ids) + len(pruned_ids):
             raise SpanChanged("the history changed while the summary was being written")
 
@@ -310,11 +312,12 @@ def compaction_apply(
                     Role.USER, summary_content + (summary_metadata or {}).get("notes", ""), ()
                 ),
             )
-            Message.objects.filter(pk__in=compacted_ids).update(
-                compacted_at=now, compacted_into=summary
-            )
-        if pruned_ids:
-            Message.objects.filter(pk__in=pruned_ids, pruned_at__isnull=True).update(
+            for batch in id_batches(compacted_ids):
+                Message.objects.filter(pk__in=batch).update(
+                    compacted_at=now, compacted_into=summary
+                )
+        for batch in id_batches(pruned_ids):
+            Message.objects.filter(pk__in=batch, pruned_at__isnull=True).update(
                 pruned_at=now, token_estimate=pruned_token_estimate
             )
         event_position = next_positions()
