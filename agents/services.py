@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,7 +19,7 @@ from agents.models import SYSTEM_TYPE_TURN, Agent, ChatSession, Message, Role
 from agents.positions import advance_past, next_positions
 from agents.selectors import queued_messages, session_tail
 from agents.storable import storable_call_id, storable_json, storable_text, storable_tool_call
-from agents.tools import session_workspace_root
+from agents.tools import remove_tree, session_workspace_root
 from condense.tokens import estimate_tokens
 from condense.types import Message as CoreMessage
 from condense.types import core_role, tool_calls_from_json
@@ -93,11 +92,11 @@ def workspace_remove_on_delete(sender: Any, instance: ChatSession, **kwargs: Any
     root = session_workspace_root(instance.pk)
 
     def remove_workspace() -> None:
+        # Never fails the deletion, which is committed by now: a folder that cannot go
+        # (permissions changed by hand) is logged and left for the operator.
         try:
-            shutil.rmtree(root)
-        except FileNotFoundError:
-            pass
-        except OSError:
+            remove_tree(root)
+        except Exception:
             log.warning("could not remove the workspace of deleted session %s", root.name)
 
     transaction.on_commit(remove_workspace, using=kwargs.get("using"))

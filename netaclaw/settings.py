@@ -320,10 +320,15 @@ NETACLAW: dict[str, Any] = {
     # answered with an ``error`` (frame_too_large). The server's own frames are at most
     # this too, and never over 512 KiB (channels_app.framing).
     "MAX_FRAME_BYTES": int(os.environ.get("NETACLAW_MAX_FRAME_BYTES", str(256 * 1024))),
-    # Tool limits (agents.tools.limits): bytes one session's workspace may hold; seconds
+    # Tool limits (agents.tools.limits): bytes one session's workspace may hold (a folder
+    # counts as its size on disk, at least 4,096 bytes); seconds
     # one tool call may take; bytes one write_file call may write; bytes of JSON arguments
     # per tool call and per model step; tool calls run per model step.
     "WORKSPACE_QUOTA_BYTES": int(os.environ.get("NETACLAW_WORKSPACE_QUOTA_BYTES", "20000000")),
+    # Folders one workspace may hold, and folders deep a file may lie: a deep or wide tree
+    # of empty folders cost disk and stalled every walk of the workspace (issue 27 items 3-4).
+    "WORKSPACE_MAX_FOLDERS": int(os.environ.get("NETACLAW_WORKSPACE_MAX_FOLDERS", "1000")),
+    "WORKSPACE_MAX_DEPTH": int(os.environ.get("NETACLAW_WORKSPACE_MAX_DEPTH", "32")),
     "TOOL_TIMEOUT_SECONDS": float(os.environ.get("NETACLAW_TOOL_TIMEOUT_SECONDS", "30")),
     "TOOL_WRITE_BYTES": int(os.environ.get("NETACLAW_TOOL_WRITE_BYTES", "1000000")),
     "TOOL_ARGUMENT_BYTES": int(os.environ.get("NETACLAW_TOOL_ARGUMENT_BYTES", "1500000")),
