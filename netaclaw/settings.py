@@ -316,6 +316,10 @@ NETACLAW: dict[str, Any] = {
     # Seconds an API token is valid after it was issued (0: no expiry); a password change
     # deletes a user's tokens either way.
     "TOKEN_TTL_SECONDS": int(os.environ.get("NETACLAW_TOKEN_TTL_SECONDS", str(30 * 86400))),
+    # Seconds between two checks of the open sockets' credentials in each process: a socket
+    # whose user was deactivated or re-passworded without signals (a queryset update, another
+    # process's command) or whose token expired is closed within this (channels_app.socket_watch).
+    "SOCKET_RECHECK_SECONDS": float(os.environ.get("NETACLAW_SOCKET_RECHECK_SECONDS", "10")),
     # Largest WebSocket text frame accepted from a client, in bytes: a larger one is
     # answered with an ``error`` (frame_too_large). The server's own frames are at most
     # this too, and never over 512 KiB (channels_app.framing).
