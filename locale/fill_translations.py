@@ -674,6 +674,13 @@ ZH.update(
         "Try again in %(minutes)s minute.": ["请在 %(minutes)s 分钟后重试。"],
         "The API token has expired; request a new one.": "API 令牌已过期，请重新获取。",
         "The request body is too large.": "请求体过大。",
+        "The server could not answer this request; try again later.": (
+            "服务器无法处理此请求，请稍后再试。"
+        ),
+        # the admin's unlock actions (web/admin.py, issue 27 item 7)
+        "Unlock: clear the selected failed logins": "解锁：清除所选的登录失败记录",
+        "Unlock logins of the selected users": "解锁所选用户的登录",
+        "Cleared %(count)s failed logins.": "已清除 %(count)s 条登录失败记录。",
         "The provider or base URL changed: enter the API key again (or remove the stored key). A stored key is never sent to a new address.": (
             "服务商或 Base URL 已更改：请重新输入 API Key（或删除已保存的 Key）。"
             "已保存的 Key 绝不会发往新的地址。"

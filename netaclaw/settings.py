@@ -17,6 +17,8 @@ from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from netaclaw.proxies import parse_networks
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("NETACLAW_VAR_DIR", BASE_DIR / "var"))
 
@@ -59,6 +61,15 @@ ALLOWED_HOSTS = [
 CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
+# Reverse proxies whose X-Forwarded-For and X-Forwarded-Proto count (addresses or networks,
+# comma-separated); from any other peer they are dropped (netaclaw.proxies). Run Daphne
+# without --proxy-headers: it would take the address the client wrote first.
+try:
+    TRUSTED_PROXIES = parse_networks(os.environ.get("NETACLAW_TRUSTED_PROXIES", ""))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"NETACLAW_TRUSTED_PROXIES: {exc}") from None
+if TRUSTED_PROXIES:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
     "daphne",
@@ -86,7 +97,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "netaclaw.proxies.trusted_proxy_middleware",  # first: the client's address (netaclaw.proxies)
     "django.middleware.security.SecurityMiddleware",
+    "web.api_json_errors.api_json_errors",  # Django's HTML error pages under /api/ become JSON
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -202,17 +215,33 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one account,
-# or from one address, logins of that account / from that address are refused — the login
-# page and POST /api/auth/token/ alike — until AXES_COOLOFF_TIME has passed since the last
-# failure. Attempts and lockouts are in the admin (Axes → access attempts).
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one account
+# from one address, logins of that account from that address are refused — the login page
+# and POST /api/auth/token/ alike — until AXES_COOLOFF_TIME has passed since the last
+# failure. Keyed to account *and* address by default: per account alone, five anonymous
+# requests locked anyone out (the admin too), and per address everyone behind it (issue 27
+# item 7). NETACLAW_LOGIN_LOCKOUT=account_or_address locks an account from every address
+# and an address for every account, as before. Attempts and lockouts are in the admin (Axes
+# → access attempts, with an Unlock action; Users → Unlock logins); `manage.py axes_reset`
+# and its siblings unlock from the shell.
 AUTHENTICATION_BACKENDS = [
     "web.accounts.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = int(os.environ.get("NETACLAW_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("NETACLAW_LOGIN_COOLOFF_SECONDS", "900")))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # per account and per address
+LOGIN_LOCKOUTS: dict[str, list[Any]] = {
+    "account_and_address": [["username", "ip_address"]],
+    "account_or_address": ["username", "ip_address"],
+}
+LOGIN_LOCKOUT = os.environ.get("NETACLAW_LOGIN_LOCKOUT", "account_and_address").strip()
+if LOGIN_LOCKOUT not in LOGIN_LOCKOUTS:
+    raise ImproperlyConfigured(
+        f"NETACLAW_LOGIN_LOCKOUT must be one of {', '.join(LOGIN_LOCKOUTS)}, not {LOGIN_LOCKOUT!r}"
+    )
+AXES_LOCKOUT_PARAMETERS = LOGIN_LOCKOUTS[LOGIN_LOCKOUT]
+# the client's address as netaclaw.proxies settled it (trusted proxies only)
+AXES_CLIENT_IP_CALLABLE = "netaclaw.proxies.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the cool-off is not extended
 AXES_LOCKOUT_CALLABLE = "web.accounts.lockout_response"

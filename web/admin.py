@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from axes.admin import AccessAttemptAdmin
+from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
@@ -14,6 +18,7 @@ from agents.auxiliary import default_auxiliary_settle
 from agents.models import Agent, ChatSession, CompactionRecord, Message, ModelChannel
 from compaction.service import CompactionService
 from system.models import DictInfo, DictType
+from web.accounts import login_unlock
 
 
 class ModelChannelAdminForm(forms.ModelForm):
@@ -265,3 +270,40 @@ class DictInfoAdmin(admin.ModelAdmin):
     list_display = ["type", "name", "value", "remark"]
     list_filter = ["type"]
     search_fields = ["name", "value"]
+
+
+# --- unlocking logins (django-axes; web.accounts.login_unlock) ----------------------------
+
+
+class UnlockingAccessAttemptAdmin(AccessAttemptAdmin):
+    """Axes' list of failed logins, with an action that lifts the selected lockouts."""
+
+    actions = [*AccessAttemptAdmin.actions, "unlock"]
+
+    @admin.action(description=_("Unlock: clear the selected failed logins"))
+    def unlock(self, request: Any, queryset: Any) -> None:
+        cleared = sum(login_unlock(username=a.username, address=a.ip_address) for a in queryset)
+        self.message_user(request, _("Cleared %(count)s failed logins.") % {"count": cleared})
+
+
+admin.site.unregister(AccessAttempt)
+admin.site.register(AccessAttempt, UnlockingAccessAttemptAdmin)
+
+
+User = get_user_model()
+
+
+class UnlockingUserAdmin(UserAdmin):
+    """Django's user admin, with an action that lets the selected accounts log in again
+    from every address."""
+
+    actions = ["unlock_logins"]
+
+    @admin.action(description=_("Unlock logins of the selected users"))
+    def unlock_logins(self, request: Any, queryset: Any) -> None:
+        cleared = sum(login_unlock(username=user.get_username()) for user in queryset)
+        self.message_user(request, _("Cleared %(count)s failed logins.") % {"count": cleared})
+
+
+admin.site.unregister(User)
+admin.site.register(User, UnlockingUserAdmin)
