@@ -178,3 +178,26 @@ def test_the_folder_limits_come_from_the_settings(settings) -> None:
     limits = ToolLimits.from_settings()
     assert (limits.workspace_folders, limits.workspace_depth) == (7, 3)
     assert (ToolLimits().workspace_folders, ToolLimits().workspace_depth) == (1_000, 32)
+
+
+@pytest.mark.django_db
+def test_the_admin_deletes_a_user_with_a_deep_workspace(
+    client, django_capture_on_commit_callbacks, deep_tree
+) -> None:
+    from django.urls import reverse
+
+    from agents.models import ChatSession
+    from agents.tools import session_workspace_root
+    from tests.factories import make_session, make_user
+
+    session = make_session()
+    root = session_workspace_root(session.pk)
+    root.mkdir(parents=True)
+    deep_tree(root)
+    client.force_login(make_user("root-admin", is_staff=True, is_superuser=True))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            reverse("admin:auth_user_delete", args=[session.owner.pk]), {"post": "yes"}
+        )
+    assert response.status_code == 302
+    assert not ChatSession.objects.filter(pk=session.pk).exists() and not root.exists()
