@@ -7,8 +7,8 @@ PostgreSQL (``storage_error``: one bind parameter per id, and the protocol allow
 statement). Runs against ``DATABASE_URL`` as it is (migrates it; deletes what it made
 afterwards), with the scripted auxiliary model on loopback answering at once, so the figures
 are NetaClaw's own: storing the chat, the whole manual compaction (lease, plan, summary
-requests, write-back, records), and the write-back alone (``compaction_apply`` of every id of
-a second chat of the same size).
+requests, write-back, records), the write-back alone (``compaction_apply`` of every id of a
+second chat of the same size) and deleting the compacted chat.
 """
 
 from __future__ import annotations
@@ -136,10 +136,16 @@ def render(result: dict[str, float | int | str], command: str) -> str:
                 f"**{result['compact_seconds']:.1f} s** |",
                 f"| its write-back alone (`compaction_apply` of {result['apply_ids']:,} ids, "
                 f"batches of 10,000) | {result['apply_seconds']:.1f} s |",
+                "| deleting the compacted chat (`session_delete`: its messages in batches, "
+                f"summaries last) | {result['delete_seconds']:.1f} s |",
+                "",
+                f"Load average {result['load']:.1f} when it ended (other work on the machine).",
                 "",
                 "Before the batches, any compaction of more than 65,535 messages failed here with "
-                "`storage_error` (PostgreSQL's limit of 65,535 bind parameters per statement); "
-                "`tests/service/test_compaction_at_scale.py` holds it.",
+                "`storage_error` (PostgreSQL's limit of 65,535 bind parameters per statement), "
+                "and such a chat could not be deleted (Django's deletion collector names every "
+                "message in one statement); `tests/service/test_compaction_at_scale.py` holds "
+                "both.",
             ]
         )
         + "\n"
