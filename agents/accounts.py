@@ -8,6 +8,11 @@ password changes, their account is deactivated or deleted.
   session hash already ends their other browser sessions.
 - A password change, a deactivation or a deletion closes the user's open sockets: each socket
   joins ``user_group`` and gets ``{"type": "user.revoked"}``, whichever process serves it.
+- Signals miss some of these changes (a queryset ``update()``, raw SQL, a command in another
+  process whose channel layer cannot reach the server's) and a token expires without any
+  write at all: every process also checks its open sockets' credentials again every
+  ``NETACLAW["SOCKET_RECHECK_SECONDS"]`` (``revoked_credentials``, one query per kind for
+  all of a process's sockets, run by the socket layer).
 
 The receivers are connected by ``agents.apps`` (``connect_receivers``).
 """
@@ -15,7 +20,9 @@ The receivers are connected by ``agents.apps`` (``connect_receivers``).
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -26,6 +33,8 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
+
+from agents.id_batches import id_batches
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +74,49 @@ def token_issue(*, user: Any) -> Token:
         token.delete()
         token = Token.objects.create(user=user)
     return token
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """What an open socket was let in on: its user as they were then (the password hash
+    changes with the password) and, for a program's socket, its token."""
+
+    user_id: int
+    password: str
+    token_key: str | None = None
+
+
+def credential_of(user: Any, token_key: str | None = None) -> Credential:
+    return Credential(int(user.pk), str(user.password), token_key or None)
+
+
+def revoked_credentials(credentials: Collection[Credential]) -> set[Credential]:
+    """The credentials that no longer hold: the user deleted, deactivated or given another
+    password; the token deleted or expired."""
+    user_ids = sorted({c.user_id for c in credentials})
+    keys = sorted({c.token_key for c in credentials if c.token_key})
+    users: dict[int, tuple[str, bool]] = {}
+    for batch in id_batches(user_ids):
+        rows = get_user_model()._default_manager.filter(pk__in=batch)
+        users.update(
+            (pk, (pw, active)) for pk, pw, active in rows.values_list("pk", "password", "is_active")
+        )
+    created: dict[str, datetime] = {}
+    for key_batch in id_batches(keys):
+        created.update(Token.objects.filter(key__in=key_batch).values_list("key", "created"))
+    ttl = token_ttl()
+    now = timezone.now()
+
+    def holds(credential: Credential) -> bool:
+        password, active = users.get(credential.user_id, ("", False))
+        if not active or password != credential.password:
+            return False
+        if credential.token_key is None:
+            return True
+        issued = created.get(credential.token_key)
+        return issued is not None and (ttl is None or issued + ttl > now)
+
+    return {c for c in credentials if not holds(c)}
 
 
 def user_group(user_id: Any) -> str:

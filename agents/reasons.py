@@ -207,6 +207,9 @@ REASONS.update(
         ),
         "token_expired": Reason("request", _("The API token has expired; request a new one.")),
         "request_too_large": Reason("request", _("The request body is too large.")),
+        "server_error": Reason(
+            "request", _("The server could not answer this request; try again later.")
+        ),
     }
 )
 

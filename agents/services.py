@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -17,6 +16,7 @@ from django.utils import timezone
 from agents.broadcast import publish_to_owner
 from agents.event_records import EventRecord
 from agents.events import SessionDeleted, SessionUpdated
+from agents.id_batches import id_batches
 from agents.models import (
     SYSTEM_TYPE_COMPACTION,
     Agent,
@@ -27,7 +27,7 @@ from agents.models import (
 from agents.positions import advance_past, next_positions
 from agents.selectors import queued_messages, session_tail
 from agents.storable import storable_call_id, storable_json, storable_text, storable_tool_call
-from agents.tools import session_workspace_root
+from agents.tools import remove_tree, session_workspace_root
 from condense.tokens import estimate_tokens
 from condense.types import Message as CoreMessage
 from condense.types import core_role, tool_calls_from_json
@@ -85,9 +85,18 @@ def session_rename(*, session: ChatSession, title: str) -> ChatSession:
 def session_delete(*, session: ChatSession) -> None:
     """Delete a session, its messages and its tool workspace (``workspace_remove_on_delete``
     removes the folder once the deletion is committed); every open page of its owner hears
-    of it."""
+    of it. The messages go first, in batches: Django's deletion collector names every
+    collected message in one statement, and on PostgreSQL a chat of more than 65,535
+    messages could not be deleted. Summaries go last, oldest first, so no row still points
+    at one (``compacted_into``) when it goes: nulling those pointers first rewrote every
+    compacted row just before deleting it (40 s for a compacted chat of 100,000)."""
     owner_id, deleted = session.owner_id, SessionDeleted(str(session.pk))
-    session.delete()
+    with transaction.atomic():
+        rows = Message.objects.filter(session=session).order_by("is_compaction_summary", "pk")
+        ids = list(rows.values_list("pk", flat=True))
+        for batch in id_batches(ids):
+            Message.objects.filter(pk__in=batch).only("pk").delete()
+        session.delete()
     transaction.on_commit(lambda: publish_to_owner(owner_id, deleted))
 
 
@@ -98,11 +107,11 @@ def workspace_remove_on_delete(sender: Any, instance: ChatSession, **kwargs: Any
     root = session_workspace_root(instance.pk)
 
     def remove_workspace() -> None:
+        # Never fails the deletion, which is committed by now: a folder that cannot go
+        # (permissions changed by hand) is logged and left for the operator.
         try:
-            shutil.rmtree(root)
-        except FileNotFoundError:
-            pass
-        except OSError:
+            remove_tree(root)
+        except Exception:
             log.warning("could not remove the workspace of deleted session %s", root.name)
 
     transaction.on_commit(remove_workspace, using=kwargs.get("using"))
@@ -415,7 +424,8 @@ def compaction_apply(
     Re-checks that every message to replace is still visible in this session
     (DESIGN 6); if not, raises SpanChanged and writes nothing. ``token_calibration``:
     measured ÷ estimated before it, which the meter keeps applying to the new context
-    until the provider reports again (issue 17 item 10).
+    until the provider reports again (issue 17 item 10). Ids go to the database in batches
+    (``agents.id_batches``): PostgreSQL takes at most 65,535 parameters per statement.
     """
     compacted_ids = sorted(set(compacted_ids))
     pruned_ids = sorted(set(pruned_ids) - set(compacted_ids))
@@ -426,12 +436,15 @@ def compaction_apply(
     now = timezone.now()
     with transaction.atomic():
         locked = ChatSession.objects.select_for_update().get(pk=session.pk)
-        visible = Message.objects.filter(
-            session=locked, compacted_at__isnull=True, pk__in=[*compacted_ids, *pruned_ids]
-        )
-        found = dict(visible.values_list("pk", "position"))
+        visible = Message.objects.filter(session=locked, compacted_at__isnull=True)
+        found: dict[int, int] = {}
+        for batch in id_batches([*compacted_ids, *pruned_ids]):
+            found.update(visible.filter(pk__in=batch).values_list("pk", "position"))
         if len(found) != len(compacted_ids) + len(pruned_ids):
             raise SpanChanged("the history changed while the summary was being written")
+        for batch in id_batches(compacted_ids):  # a pin that slipped in: it must stay
+            if visible.filter(pk__in=batch, pinned=True).exists():
+                raise SpanChanged("a message of the span was pinned meanwhile")
 
         summary: Message | None = None
         if summary_content is not None:
@@ -449,11 +462,12 @@ def compaction_apply(
                     Role.USER, summary_content + (summary_metadata or {}).get("notes", ""), ()
                 ),
             )
-            Message.objects.filter(pk__in=compacted_ids).update(
-                compacted_at=now, compacted_into=summary
-            )
-        if pruned_ids:
-            Message.objects.filter(pk__in=pruned_ids, pruned_at__isnull=True).update(
+            for batch in id_batches(compacted_ids):
+                Message.objects.filter(pk__in=batch).update(
+                    compacted_at=now, compacted_into=summary
+                )
+        for batch in id_batches(pruned_ids):
+            Message.objects.filter(pk__in=batch, pruned_at__isnull=True).update(
                 pruned_at=now, token_estimate=pruned_token_estimate
             )
         event_position = next_positions()

@@ -4,7 +4,8 @@ Browsers authenticate with the Django session cookie and must send an allowed
 ``Origin`` (cross-site WebSocket hijacking is the socket's CSRF). Programs send
 ``Authorization: Token <key>`` and may send no Origin at all — a browser page
 cannot set that header, so a token is never ambient. A token with a foreign
-Origin is still refused, and so is an expired one (``agents.accounts``).
+Origin is still refused; an expired one (``agents.accounts``) is told so and closed with
+4401.
 
 An allowed Origin is the page's own — the same host *and port* as the socket's ``Host``, on
 a host of ``ALLOWED_HOSTS`` — or one of ``CSRF_TRUSTED_ORIGINS``: another local server (any
@@ -14,6 +15,7 @@ allowed host on its scheme's default port.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlparse
 
@@ -23,8 +25,11 @@ from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http.request import split_domain_port, validate_host
+from django.utils import translation
 
-from agents import accounts
+from agents import accounts, reasons
+from agents.events import ErrorEvent
+from channels_app.socket_watch import socket_watch
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
@@ -48,10 +53,12 @@ def token_from_scope(scope: dict[str, Any]) -> str | None:
 
 @database_sync_to_async
 def _user_for_token(key: str) -> Any:
+    """The token's user; AnonymousUser for an unknown key or an inactive user; None for an
+    expired token."""
     try:
         token = accounts.valid_token(key)
     except accounts.TokenExpired:
-        return AnonymousUser()
+        return None
     return token.user if token is not None else AnonymousUser()
 
 
@@ -122,8 +129,26 @@ class _TokenAuth:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         key = token_from_scope(scope) or ""
-        scope = dict(scope, user=await _user_for_token(key) if key else AnonymousUser())
-        return await self.inner(scope, receive, send)
+        user = await _user_for_token(key) if key else AnonymousUser()
+        if user is None:
+            return await _refuse_expired_token(receive, send)
+        return await self.inner(dict(scope, user=user), receive, send)
+
+
+async def _refuse_expired_token(receive: Any, send: Any) -> None:
+    """An expired token's socket is accepted only to say so: ``error`` / ``token_expired``,
+    then a close with 4401, so a program knows to request a new token. (A handshake refused
+    before the accept reaches the client as a bare HTTP 403, whatever code the server
+    meant.)"""
+    message = await receive()
+    if message.get("type") != "websocket.connect":
+        return
+    with translation.override("en"):
+        text = reasons.message("token_expired")
+    await send({"type": "websocket.accept"})
+    error = ErrorEvent(text, "token_expired").to_json()
+    await send({"type": "websocket.send", "text": json.dumps(error)})
+    await send({"type": "websocket.close", "code": CLOSE_REVOKED})
 
 
 class WebSocketAuthStack:
@@ -145,19 +170,25 @@ CLOSE_REVOKED = 4401  # the same code as a socket refused for want of a user
 
 class RevocableSocket:
     """Mixin of a consumer: its socket joins its user's group and is closed when the user's
-    access ends (password changed, deactivated, deleted: ``agents.accounts``)."""
+    access ends (password changed, deactivated, deleted: ``agents.accounts``) or its token
+    expires — at once through the group when signals tell, else at the next check of
+    ``channels_app.socket_watch``."""
 
     channel_layer: Any
     close: Any  # the consumer's
     channel_name: str
+    scope: dict[str, Any]
     user_group_name: str | None = None
 
     async def join_user_group(self, user: Any) -> None:
         self.user_group_name = accounts.user_group(user.pk)
         await self.channel_layer.group_add(self.user_group_name, self.channel_name)
+        credential = accounts.credential_of(user, token_from_scope(self.scope))
+        socket_watch().add(self.channel_name, credential, self.channel_layer)
 
     async def leave_user_group(self) -> None:
         if self.user_group_name is not None:
+            socket_watch().discard(self.channel_name)
             await self.channel_layer.group_discard(self.user_group_name, self.channel_name)
             self.user_group_name = None
 

@@ -80,8 +80,8 @@ from agents.events import (
     TokenUpdate,
     TurnDone,
 )
+from agents.models import SYSTEM_TYPE_COMPACTION
 from agents.reasons import user_text
-from agents.services import SYSTEM_TYPE_COMPACTION
 from web.presentation import (
     AgentName,
     ChatListEntry,

@@ -367,7 +367,8 @@ class AnthropicProvider:
     def list_models(self) -> tuple[str, ...]:
         """``GET /v1/models`` through the SDK's ``models.list()``: one page of up to
         ``MODELS_PAGE`` models (the API's maximum), never a walk through every page."""
+        # the SDK parses the page inside list(): a body of [] or null fails there
         with self._translate(), sync_client(self.config) as client:
-            page = client.models.list(limit=MODELS_PAGE)
             with malformed_is_invalid("anthropic"):
-                return tuple(str(model.id) for model in page.data)
+                page = client.models.list(limit=MODELS_PAGE)
+                return tuple(str(model.id) for model in page.data or ())

@@ -297,7 +297,7 @@ def malformed_is_invalid(provider: str) -> Iterator[None]:
     except (AttributeError, KeyError, TypeError, IndexError, ValueError) as exc:
         raise LLMError(
             "invalid_response",
-            f"{_DESCRIPTIONS['invalid_response']}: {type(exc).__name__}.",
+            f"{_DESCRIPTIONS['invalid_response']}.",  # the exception's name only in ``cause``
             provider=provider,
             cause=type(exc).__name__,
         ) from None

@@ -403,7 +403,8 @@ class OpenAIProvider:
     def list_models(self) -> tuple[str, ...]:
         """``GET {base_url}/models`` through the SDK's ``models.list()`` (OpenAI, DeepSeek,
         Ollama, vLLM and llama.cpp all serve it)."""
+        # the SDK parses the page inside list(): a body of [] or null fails there
         with self._translate(), sync_client(self.config) as client:
-            page = client.models.list()
             with malformed_is_invalid(self.config.provider):
-                return tuple(str(model.id) for model in page.data)
+                page = client.models.list()
+                return tuple(str(model.id) for model in page.data or ())

@@ -19,6 +19,14 @@ HERE = Path(__file__).resolve().parent
 
 ZH: dict[str, str | list[str]] = {
     # --- issue 24: durable runs ---
+    "work": "工作",
+    "running now": "正在运行",
+    "stuck (a dead lease)": "卡住（租约已失效）",
+    "stuck": "卡住",
+    "Take back the leases of stopped processes (records what they ran)": (
+        "收回已停止进程的租约（并记录它们运行的内容）"
+    ),
+    "%(n)d session(s) taken back.": "已收回 %(n)d 个会话。",
     "Interrupted: the server running this answer stopped. It is answered again by itself; if it is not, use Retry.": (
         "已中断：运行这条回答的服务器停止了。它会自动重新回答；如果没有，请点击重试。"
     ),
@@ -688,6 +696,13 @@ ZH.update(
         "Try again in %(minutes)s minute.": ["请在 %(minutes)s 分钟后重试。"],
         "The API token has expired; request a new one.": "API 令牌已过期，请重新获取。",
         "The request body is too large.": "请求体过大。",
+        "The server could not answer this request; try again later.": (
+            "服务器无法处理此请求，请稍后再试。"
+        ),
+        # the admin's unlock actions (web/admin.py, issue 27 item 7)
+        "Unlock: clear the selected failed logins": "解锁：清除所选的登录失败记录",
+        "Unlock logins of the selected users": "解锁所选用户的登录",
+        "Cleared %(count)s failed logins.": "已清除 %(count)s 条登录失败记录。",
         "The provider or base URL changed: enter the API key again (or remove the stored key). A stored key is never sent to a new address.": (
             "服务商或 Base URL 已更改：请重新输入 API Key（或删除已保存的 Key）。"
             "已保存的 Key 绝不会发往新的地址。"

@@ -17,6 +17,8 @@ from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from netaclaw.proxies import parse_networks
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("NETACLAW_VAR_DIR", BASE_DIR / "var"))
 
@@ -59,6 +61,15 @@ ALLOWED_HOSTS = [
 CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
+# Reverse proxies whose X-Forwarded-For and X-Forwarded-Proto count (addresses or networks,
+# comma-separated); from any other peer they are dropped (netaclaw.proxies). Run Daphne
+# without --proxy-headers: it would take the address the client wrote first.
+try:
+    TRUSTED_PROXIES = parse_networks(os.environ.get("NETACLAW_TRUSTED_PROXIES", ""))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"NETACLAW_TRUSTED_PROXIES: {exc}") from None
+if TRUSTED_PROXIES:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 INSTALLED_APPS = [
     "daphne",
@@ -87,7 +98,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "netaclaw.proxies.trusted_proxy_middleware",  # first: the client's address (netaclaw.proxies)
     "django.middleware.security.SecurityMiddleware",
+    "web.api_json_errors.api_json_errors",  # Django's HTML error pages under /api/ become JSON
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -218,17 +231,33 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one account,
-# or from one address, logins of that account / from that address are refused — the login
-# page and POST /api/auth/token/ alike — until AXES_COOLOFF_TIME has passed since the last
-# failure. Attempts and lockouts are in the admin (Axes → access attempts).
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT wrong passwords for one account
+# from one address, logins of that account from that address are refused — the login page
+# and POST /api/auth/token/ alike — until AXES_COOLOFF_TIME has passed since the last
+# failure. Keyed to account *and* address by default: per account alone, five anonymous
+# requests locked anyone out (the admin too), and per address everyone behind it (issue 27
+# item 7). NETACLAW_LOGIN_LOCKOUT=account_or_address locks an account from every address
+# and an address for every account, as before. Attempts and lockouts are in the admin (Axes
+# → access attempts, with an Unlock action; Users → Unlock logins); `manage.py axes_reset`
+# and its siblings unlock from the shell.
 AUTHENTICATION_BACKENDS = [
     "web.accounts.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = int(os.environ.get("NETACLAW_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(seconds=int(os.environ.get("NETACLAW_LOGIN_COOLOFF_SECONDS", "900")))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # per account and per address
+LOGIN_LOCKOUTS: dict[str, list[Any]] = {
+    "account_and_address": [["username", "ip_address"]],
+    "account_or_address": ["username", "ip_address"],
+}
+LOGIN_LOCKOUT = os.environ.get("NETACLAW_LOGIN_LOCKOUT", "account_and_address").strip()
+if LOGIN_LOCKOUT not in LOGIN_LOCKOUTS:
+    raise ImproperlyConfigured(
+        f"NETACLAW_LOGIN_LOCKOUT must be one of {', '.join(LOGIN_LOCKOUTS)}, not {LOGIN_LOCKOUT!r}"
+    )
+AXES_LOCKOUT_PARAMETERS = LOGIN_LOCKOUTS[LOGIN_LOCKOUT]
+# the client's address as netaclaw.proxies settled it (trusted proxies only)
+AXES_CLIENT_IP_CALLABLE = "netaclaw.proxies.client_ip"
 AXES_RESET_ON_SUCCESS = True
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the cool-off is not extended
 AXES_LOCKOUT_CALLABLE = "web.accounts.lockout_response"
@@ -334,14 +363,23 @@ NETACLAW: dict[str, Any] = {
     # Seconds an API token is valid after it was issued (0: no expiry); a password change
     # deletes a user's tokens either way.
     "TOKEN_TTL_SECONDS": int(os.environ.get("NETACLAW_TOKEN_TTL_SECONDS", str(30 * 86400))),
+    # Seconds between two checks of the open sockets' credentials in each process: a socket
+    # whose user was deactivated or re-passworded without signals (a queryset update, another
+    # process's command) or whose token expired is closed within this (channels_app.socket_watch).
+    "SOCKET_RECHECK_SECONDS": float(os.environ.get("NETACLAW_SOCKET_RECHECK_SECONDS", "10")),
     # Largest WebSocket text frame accepted from a client, in bytes: a larger one is
     # answered with an ``error`` (frame_too_large). The server's own frames are at most
     # this too, and never over 512 KiB (channels_app.framing).
     "MAX_FRAME_BYTES": int(os.environ.get("NETACLAW_MAX_FRAME_BYTES", str(256 * 1024))),
-    # Tool limits (agents.tools.limits): bytes one session's workspace may hold; seconds
+    # Tool limits (agents.tools.limits): bytes one session's workspace may hold (a folder
+    # counts as its size on disk, at least 4,096 bytes); seconds
     # one tool call may take; bytes one write_file call may write; bytes of JSON arguments
     # per tool call and per model step; tool calls run per model step.
     "WORKSPACE_QUOTA_BYTES": int(os.environ.get("NETACLAW_WORKSPACE_QUOTA_BYTES", "20000000")),
+    # Folders one workspace may hold, and folders deep a file may lie: a deep or wide tree
+    # of empty folders cost disk and stalled every walk of the workspace (issue 27 items 3-4).
+    "WORKSPACE_MAX_FOLDERS": int(os.environ.get("NETACLAW_WORKSPACE_MAX_FOLDERS", "1000")),
+    "WORKSPACE_MAX_DEPTH": int(os.environ.get("NETACLAW_WORKSPACE_MAX_DEPTH", "32")),
     "TOOL_TIMEOUT_SECONDS": float(os.environ.get("NETACLAW_TOOL_TIMEOUT_SECONDS", "30")),
     "TOOL_WRITE_BYTES": int(os.environ.get("NETACLAW_TOOL_WRITE_BYTES", "1000000")),
     "TOOL_ARGUMENT_BYTES": int(os.environ.get("NETACLAW_TOOL_ARGUMENT_BYTES", "1500000")),

@@ -4,9 +4,10 @@ Every write path (``message_append``, bulk imports, compaction write-back, the a
 raw ``INSERT``) is covered because the database itself maintains the index; a search
 never scans the message table.
 
-PostgreSQL: a stored generated ``tsvector`` column on ``agents_message`` (the ``english``
+PostgreSQL: a ``tsvector`` column on ``agents_message``, kept by a trigger (the ``english``
 configuration over the text with every CJK character spaced out, so a Chinese word is a
-phrase of single characters), a GIN index on it, and a ``pg_trgm`` GIN index on the raw
+phrase of single characters; a text whose document would pass the tsvector's 1 MiB is
+indexed by its longest prefix that fits), a GIN index on it, and a ``pg_trgm`` GIN index on the raw
 text for substrings the word parser splits differently (paths, identifiers). SQLite: an
 FTS5 table with the ``trigram`` tokenizer (substrings of any script, three characters or
 more), filled by triggers on ``agents_message``, each row starting with its session's
@@ -70,6 +71,72 @@ PG_BACKWARDS = (
     "ALTER TABLE agents_message DROP COLUMN IF EXISTS recall_document",
     "DROP FUNCTION IF EXISTS recall_spaced(text)",
     "DROP FUNCTION IF EXISTS recall_text(text, jsonb)",
+)
+
+# A tsvector holds at most 1 MiB of lexemes and positions: 1 MB of distinct English words
+# makes 1.46 MB, and the generated column then failed the message's INSERT — the model's
+# answer, or a write_file call within the tool limits, was lost with its turn (issue 27
+# item 2). The document of a longer text is that of its longest prefix that fits (within a
+# quarter). Up to PG_SAFE_BYTES a text cannot overflow: a lexeme costs at most its own
+# bytes plus five (alignment, count, a position), and needs at least as many bytes of text
+# plus a separator — a ratio under 3, and positions past 16,383 add nothing — so only
+# longer texts pay for the subtransaction of the EXCEPTION block.
+PG_SAFE_BYTES = 100_000
+
+PG_DOCUMENT_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION recall_document(body text) RETURNS tsvector
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+  kept integer := length(body);
+BEGIN
+  IF octet_length(body) <= {PG_SAFE_BYTES} THEN
+    RETURN to_tsvector('english'::regconfig, recall_spaced(body));
+  END IF;
+  LOOP
+    BEGIN
+      RETURN to_tsvector('english'::regconfig, recall_spaced(left(body, kept)));
+    EXCEPTION WHEN program_limit_exceeded THEN
+      kept := kept * 3 / 4;
+    END;
+  END LOOP;
+END
+$$
+"""
+
+# The document is kept by a trigger now, not a generated column: a generated column is
+# computed again on every UPDATE of its row, so marking 100,000 messages compacted
+# recomputed 100,000 documents; the trigger runs only when what it reads is written.
+PG_DOCUMENT_TRIGGER_FUNCTION = """
+CREATE OR REPLACE FUNCTION recall_document_row() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.recall_document := CASE
+    WHEN NEW.is_compaction_summary OR (NEW.role = 'system' AND NEW.metadata ? 'systemType')
+    THEN NULL
+    ELSE recall_document(recall_text(NEW.content, NEW.tool_calls))
+  END;
+  RETURN NEW;
+END
+$$
+"""
+
+PG_BOUNDED_FORWARDS = (
+    PG_DOCUMENT_FUNCTION,
+    PG_DOCUMENT_TRIGGER_FUNCTION,
+    "ALTER TABLE agents_message ALTER COLUMN recall_document DROP EXPRESSION",
+    "CREATE TRIGGER recall_document BEFORE INSERT OR UPDATE OF "
+    "content, tool_calls, is_compaction_summary, role, metadata ON agents_message "
+    "FOR EACH ROW EXECUTE FUNCTION recall_document_row()",
+)
+
+PG_BOUNDED_BACKWARDS = (
+    "DROP TRIGGER IF EXISTS recall_document ON agents_message",
+    "DROP INDEX IF EXISTS recall_message_document",
+    "ALTER TABLE agents_message DROP COLUMN IF EXISTS recall_document",
+    "DROP FUNCTION IF EXISTS recall_document_row()",
+    "DROP FUNCTION IF EXISTS recall_document(text)",
+    PG_DOCUMENT_COLUMN,
+    "CREATE INDEX recall_message_document ON agents_message USING gin (recall_document)",
 )
 
 # -- SQLite ----------------------------------------------------------------------------
@@ -168,6 +235,21 @@ def drop(schema_editor: Any) -> None:
     statements = {"postgresql": PG_BACKWARDS, "sqlite": SQLITE_BACKWARDS}.get(vendor, ())
     for statement in statements:
         schema_editor.execute(statement, params=None)
+
+
+def bound_documents(schema_editor: Any) -> None:
+    """PostgreSQL's document kept by a trigger and bounded to what a tsvector holds (the
+    second migration's forwards step); nothing to do on SQLite, whose FTS5 has no such
+    limit."""
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in PG_BOUNDED_FORWARDS:
+            schema_editor.execute(statement, params=None)
+
+
+def unbound_documents(schema_editor: Any) -> None:
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in PG_BOUNDED_BACKWARDS:
+            schema_editor.execute(statement, params=None)
 
 
 def ensure_sqlite_triggers(connection: Any) -> bool:

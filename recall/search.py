@@ -34,6 +34,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 
 from agents.models import ChatSession, Message, Role
+from agents.storable import storable_text
 from recall import index
 
 DEFAULT_LIMIT = 8
@@ -97,10 +98,13 @@ class Page:
 
 
 def query_terms(query: str) -> list[str]:
-    """The words and "quoted phrases" of a query, trimmed of punctuation, each once."""
+    """The words and "quoted phrases" of a query, trimmed of punctuation, each once; with
+    NUL and lone surrogates as stored messages have them (``agents.storable``), so they
+    find those and no database refuses them (a NUL ended the search with "OperationalError:
+    unterminated string", issue 27 item 14)."""
     terms: list[str] = []
     seen: set[str] = set()
-    for match in _TERM.finditer(query[:MAX_QUERY_CHARS]):
+    for match in _TERM.finditer(storable_text(query[:MAX_QUERY_CHARS])):
         term = (match.group(1) or match.group(2)).strip(_EDGE_PUNCTUATION)
         key = term.casefold()
         if term and key not in seen:
@@ -342,7 +346,7 @@ def search_matched(
 def search_result(*, session: ChatSession, query: str, limit: int | None = None) -> str:
     """What ``search_history`` answers: JSON with the hits, or why there are none."""
     hits, matched = search_matched(session=session, query=query, limit=limit)
-    result: dict[str, object] = {"query": query, "hits": [h.to_json() for h in hits]}
+    result: dict[str, object] = {"query": storable_text(query), "hits": [h.to_json() for h in hits]}
     if hits:
         result["matched"] = matched
         result["next"] = "read_history_message with an id gives that message in full"

@@ -1,5 +1,6 @@
 """Accounts: log out (Django 5 logs out on POST only — a GET that logs out is a CSRF hole; a
-GET of the logout address gets a page with the button, not a 405) and login throttling."""
+GET of the logout address gets a page with the button, not a 405), login throttling and
+unlocking."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 from typing import Any, TypedDict
 
 from axes.backends import AxesStandaloneBackend
+from axes.utils import reset as axes_reset
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LogoutView
@@ -37,6 +39,16 @@ class LoginThrottleBackend(AxesStandaloneBackend):
         if request is None:
             return None
         return super().authenticate(request, *args, **kwargs)
+
+
+def login_unlock(*, username: str | None = None, address: str | None = None) -> int:
+    """Lift the lockouts of an account (from every address), of an address (for every
+    account) or of the one pair; the number of attempt records cleared. The admin's Unlock
+    actions; ``manage.py axes_reset_username`` / ``axes_reset_ip`` /
+    ``axes_reset_ip_username`` / ``axes_reset`` do the same from the shell."""
+    if not username and not address:
+        raise ValueError("name an account or an address to unlock")
+    return int(axes_reset(ip=address or None, username=username or None))
 
 
 def lockout_minutes() -> int:

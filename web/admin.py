@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from axes.admin import AccessAttemptAdmin
+from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -19,6 +23,7 @@ from chat.recovery import recover
 from compaction.request import CompactionRequest
 from compaction.run import compact
 from system.models import DictInfo, DictType
+from web.accounts import login_unlock
 
 if TYPE_CHECKING:  # a development dependency: types only
     from django_stubs_ext import StrOrPromise
@@ -325,3 +330,52 @@ class DictInfoAdmin(admin.ModelAdmin):
     list_display = ["type", "name", "value", "remark"]
     list_filter = ["type"]
     search_fields = ["name", "value"]
+
+
+# --- unlocking logins (django-axes; web.accounts.login_unlock) ----------------------------
+
+
+class UnlockingAccessAttemptAdmin(AccessAttemptAdmin):
+    """Axes' list of failed logins, with an action that lifts the selected lockouts."""
+
+    actions = [*AccessAttemptAdmin.actions, "unlock"]
+
+    @admin.action(description=_("Unlock: clear the selected failed logins"))
+    def unlock(self, request: Any, queryset: Any) -> None:
+        cleared = sum(login_unlock(username=a.username, address=a.ip_address) for a in queryset)
+        self.message_user(request, _("Cleared %(count)s failed logins.") % {"count": cleared})
+
+
+admin.site.unregister(AccessAttempt)
+admin.site.register(AccessAttempt, UnlockingAccessAttemptAdmin)
+
+
+User = get_user_model()
+
+
+class UnlockingUserAdmin(UserAdmin):
+    """Django's user admin, with an action that lets the selected accounts log in again
+    from every address."""
+
+    actions = ["unlock_logins"]
+
+    def delete_model(self, request: Any, obj: Any) -> None:
+        self.delete_queryset(request, type(obj)._default_manager.filter(pk=obj.pk))
+
+    def delete_queryset(self, request: Any, queryset: Any) -> None:
+        """The users' chats first, each as the chat pages delete one (its messages in
+        batches, its workspace): a cascade from the user named every message of a chat in
+        one statement, too many for PostgreSQL past 65,535."""
+        with transaction.atomic():
+            for session in ChatSession.objects.filter(owner__in=queryset):
+                services.session_delete(session=session)
+            queryset.delete()
+
+    @admin.action(description=_("Unlock logins of the selected users"))
+    def unlock_logins(self, request: Any, queryset: Any) -> None:
+        cleared = sum(login_unlock(username=user.get_username()) for user in queryset)
+        self.message_user(request, _("Cleared %(count)s failed logins.") % {"count": cleared})
+
+
+admin.site.unregister(User)
+admin.site.register(User, UnlockingUserAdmin)

@@ -5,6 +5,7 @@ body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (``RequestDataTooBig``: a 400 page) an
 write's ``ValidationError`` (a 500). Here they become JSON like every other API error — 413
 ``{"detail", "reason": "request_too_large"}`` and 400 with the fields' messages — and JSON
 nested deeper than Python can decode is DRF's 400 parse error instead of a 500.
+Whatever else goes wrong under ``/api/`` is made JSON by ``web.api_json_errors``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from agents.tools.limits import ToolLimits
 from agents.tools.registry import Tool, ToolError, ToolOutcome, ToolRegistry
 from agents.tools.todo import TodoStore
-from agents.tools.workspace import Workspace, session_workspace_root
+from agents.tools.workspace import Workspace, remove_tree, session_workspace_root
 from llm import ToolSpec
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
@@ -117,5 +117,6 @@ __all__ = [
     "ToolRegistry",
     "Workspace",
     "default_registry",
+    "remove_tree",
     "session_workspace_root",
 ]

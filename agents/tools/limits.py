@@ -25,8 +25,12 @@ class ToolLimits:
     step_argument_bytes: int = 3_000_000
     # Bytes one write_file call may write.
     write_bytes: int = 1_000_000
-    # Bytes all the files of one session's workspace may hold together.
+    # Bytes all the files of one session's workspace may hold together; each folder counts
+    # as its size on disk, at least a 4,096-byte block.
     workspace_quota_bytes: int = 20_000_000
+    # Folders one session's workspace may hold, and how deep a file may lie below its root.
+    workspace_folders: int = 1_000
+    workspace_depth: int = 32
 
     @classmethod
     def from_settings(cls) -> ToolLimits:
@@ -45,6 +49,8 @@ class ToolLimits:
             workspace_quota_bytes=int(
                 conf.get("WORKSPACE_QUOTA_BYTES", base.workspace_quota_bytes)
             ),
+            workspace_folders=int(conf.get("WORKSPACE_MAX_FOLDERS", base.workspace_folders)),
+            workspace_depth=int(conf.get("WORKSPACE_MAX_DEPTH", base.workspace_depth)),
         )
 
 

@@ -14,6 +14,7 @@ import contextvars
 import functools
 import inspect
 import json
+import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -25,6 +26,8 @@ from typing import Any, cast
 from agents.tools.limits import ToolLimits
 from condense.types import ToolCall
 from llm import ToolSpec
+
+logger = logging.getLogger(__name__)
 
 
 class ToolError(Exception):
@@ -160,11 +163,14 @@ class ToolRegistry:
         except ToolError as exc:
             return ToolOutcome(str(exc), is_error=True)
         except OSError as exc:  # never the server's paths: only what went wrong
+            reason = exc.strerror or "the file operation failed"
+            return ToolOutcome(f"{call.name} failed: {reason}", is_error=True)
+        except Exception:  # a tool bug must not kill the turn, nor show its insides
+            logger.exception("tool %s failed", call.name)
             return ToolOutcome(
-                f"{call.name} failed: {type(exc).__name__}: {exc.strerror or exc}", is_error=True
+                f"{call.name} failed on the server; try other arguments or another way",
+                is_error=True,
             )
-        except Exception as exc:  # a tool bug must not kill the turn
-            return ToolOutcome(f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
         finally:
             _DEADLINE.reset(token)
 

@@ -14,6 +14,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import re2
@@ -30,6 +31,10 @@ MAX_SEARCH_LINE_CHARS = 10_000
 MAX_SEARCH_FILE_BYTES = 2_000_000
 MAX_SEARCH_FILES = 2_000
 RE2_MAX_MEMORY = 8 << 20
+MAX_PATH_CHARS = 1_024
+# What a folder counts against the quota at least: one block of a common file system (an
+# empty folder takes 4 KiB on ext4; 11,201 folders made in one step held 45 MB uncounted).
+FOLDER_BYTES = 4_096
 
 # One writer at a time per workspace, so two writes cannot both fit the quota's last room.
 _WRITE_LOCKS: weakref.WeakValueDictionary[str, threading.Lock] = weakref.WeakValueDictionary()
@@ -41,15 +46,93 @@ def session_workspace_root(session_id: object) -> Path:
     return Path(settings.NETACLAW["WORKSPACE_ROOT"]) / str(session_id)
 
 
+@dataclass(frozen=True, slots=True)
+class WorkspaceUsage:
+    bytes: int  # counted against the quota: files, and folders at FOLDER_BYTES at least
+    folders: int
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    """A folder's entries in name order; none when it cannot be read."""
+    check_deadline()
+    try:
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def _inside(entry: os.DirEntry[str], root: Path) -> bool:
+    """Whether an entry of a walk below ``root`` is inside it: the walk enters no symlinked
+    folder, so only a symlink itself can point out (resolving every entry instead cost a
+    system call per level of its path: 25 s for a tree 1,400 deep)."""
+    return not entry.is_symlink() or Path(entry.path).resolve().is_relative_to(root)
+
+
+def remove_tree(root: Path) -> None:
+    """Delete ``root`` and everything below it, at any depth and any path length.
+
+    ``shutil.rmtree`` recurses once per level (Python 3.11): a tree 1,400 folders deep
+    raised RecursionError, deleting its chat answered an HTML 500 and left the folder. Here
+    a loop walks down and up through folder descriptors, two open at most, each step one
+    name long; the stack holds only names."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(root, flags)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:  # a file or a symlink where the folder should be
+        os.unlink(root)
+        return
+    names: list[str] = []  # from root down to fd
+    pending: list[list[str]] = []  # per level: subfolders still to delete
+    try:
+        pending.append(_unlink_files(fd))
+        while True:
+            if pending[-1]:
+                name = pending[-1].pop()
+                child = os.open(name, flags, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                names.append(name)
+                pending.append(_unlink_files(fd))
+                continue
+            pending.pop()
+            if not names:
+                break
+            parent = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(names.pop(), dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(root)
+
+
+def _unlink_files(fd: int) -> list[str]:
+    """Delete the files and links of the folder open as ``fd``; its subfolders' names."""
+    folders: list[str] = []
+    with os.scandir(fd) as it:
+        for entry in it:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.name)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+    return folders
+
+
 class Workspace:
     def __init__(self, root: Path, limits: ToolLimits | None = None) -> None:
         self.root = Path(root)
         self.limits = limits if limits is not None else ToolLimits.from_settings()
 
     def resolve(self, path: str) -> Path:
-        """The real path inside the root, or a tool error (.., absolute, symlinks out, NUL)."""
+        """The real path inside the root, or a tool error (.., absolute, symlinks out, NUL,
+        longer than ``MAX_PATH_CHARS``)."""
         if "\x00" in path:
             raise ToolError("path escapes the workspace")
+        if len(path) > MAX_PATH_CHARS:
+            raise ToolError(f"path is {len(path)} characters; the limit is {MAX_PATH_CHARS}")
         root = self._root()
         candidate = Path(path)
         if candidate.is_absolute():
@@ -88,26 +171,34 @@ class Workspace:
 
     def _walk(self, folder: Path) -> Iterator[os.DirEntry[str]]:
         """Entries below ``folder``, depth first in name order; symlinked folders are not
-        entered."""
-        check_deadline()
-        try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError:
-            return
-        for entry in entries:
+        entered. A loop, not recursion: a tree deeper than Python's recursion limit (1,400
+        folders, made before the depth limit) stalled every walk with RecursionError."""
+        levels = [iter(_entries(folder))]
+        while levels:
+            entry = next(levels[-1], None)
+            if entry is None:
+                levels.pop()
+                continue
             check_deadline()
             yield entry
             if entry.is_dir(follow_symlinks=False):
-                yield from self._walk(Path(entry.path))
+                levels.append(iter(_entries(Path(entry.path))))
+
+    def measure(self, *, besides: Path | None = None) -> WorkspaceUsage:
+        """What the workspace holds (``besides``: all but that file): its files' bytes plus
+        each folder's size on disk (at least ``FOLDER_BYTES``), and its folders."""
+        total = folders = 0
+        for entry in self._walk(self._root()):
+            if entry.is_dir(follow_symlinks=False):
+                folders += 1
+                total += max(FOLDER_BYTES, entry.stat(follow_symlinks=False).st_size)
+            elif entry.is_file(follow_symlinks=False) and Path(entry.path) != besides:
+                total += entry.stat(follow_symlinks=False).st_size
+        return WorkspaceUsage(total, folders)
 
     def usage(self, *, besides: Path | None = None) -> int:
-        """Bytes held by the workspace's files (``besides``: all but that one)."""
-        total = 0
-        for entry in self._walk(self._root()):
-            if entry.is_file(follow_symlinks=False) and Path(entry.path) != besides:
-                total += entry.stat(follow_symlinks=False).st_size
-        return total
+        """Bytes the workspace counts against its quota (``measure``)."""
+        return self.measure(besides=besides).bytes
 
     def list_files(self, path: str = ".") -> str:
         with self._file_errors():
@@ -118,14 +209,14 @@ class Workspace:
             lines: list[str] = []
             more = 0
             for entry in self._walk(folder):
-                p = Path(entry.path)
-                if not p.resolve().is_relative_to(root):
+                if not _inside(entry, root):
                     continue
                 if len(lines) >= MAX_LIST_ENTRIES:
                     more += 1
                     continue
+                shown = self._relative(Path(entry.path))
                 lines.append(
-                    self._relative(p) + ("/" if p.is_dir() else f" ({p.stat().st_size} bytes)")
+                    shown + ("/" if entry.is_dir() else f" ({entry.stat().st_size} bytes)")
                 )
             if more:
                 lines.append(f"... {more} more entries")
@@ -158,15 +249,34 @@ class Workspace:
             target = self.resolve(path)
             if target.is_dir():
                 raise ToolError(f"not a file: {self._relative(target)}")
-            with _write_lock(self.root.resolve()):
-                used = self.usage(besides=target)
-                if used + len(data) > limits.workspace_quota_bytes:
+            root = self.root.resolve()
+            depth = len(target.relative_to(root).parts) - 1
+            if depth > limits.workspace_depth:
+                raise ToolError(
+                    f"path is {depth} folders deep; the limit is {limits.workspace_depth} "
+                    "folders below the workspace root (write it higher up)"
+                )
+            with _write_lock(root):
+                new_folders = [p for p in target.parents if p.is_relative_to(root)]
+                new_folders = [p for p in new_folders if p != root and not p.exists()]
+                held = self.measure(besides=target)
+                if new_folders and held.folders + len(new_folders) > limits.workspace_folders:
+                    raise ToolError(
+                        f"workspace folder limit: writing {self._relative(target)} would "
+                        f"make {len(new_folders)} folders, bringing the workspace to "
+                        f"{held.folders + len(new_folders)} folders, over its limit of "
+                        f"{limits.workspace_folders}; nothing was written (write into "
+                        "existing folders)"
+                    )
+                after = held.bytes + len(data) + FOLDER_BYTES * len(new_folders)
+                if after > limits.workspace_quota_bytes:
                     raise ToolError(
                         f"workspace quota exceeded: writing {len(data)} bytes to "
                         f"{self._relative(target)} would bring the workspace to "
-                        f"{used + len(data)} bytes, over its {limits.workspace_quota_bytes}"
+                        f"{after} bytes, over its {limits.workspace_quota_bytes}"
                         "-byte limit; nothing was written (overwrite files with less "
-                        "content to make room)"
+                        "content to make room; each folder counts "
+                        f"{FOLDER_BYTES} bytes)"
                     )
                 check_deadline()
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -183,7 +293,7 @@ class Workspace:
             stopped = ""
             for entry in self._walk(folder):
                 file = Path(entry.path)
-                if not entry.is_file() or not file.resolve().is_relative_to(root):
+                if not entry.is_file() or not _inside(entry, root):
                     continue
                 files += 1
                 if files > MAX_SEARCH_FILES:

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from agents import services
-from agents.models import ChatSession, Role
+from agents.models import SYSTEM_TYPE_COMPACTION, ChatSession, Role
 from tests.factories import make_agent, make_session
 
 pytestmark = pytest.mark.django_db
@@ -126,7 +126,7 @@ def test_messages_compacted_and_full_views_after_a_compaction(alice, alice_api) 
     assert ids[:3] == [*head, summary_id]
     assert ids[3:5] == tail
     assert compacted[2]["is_compaction_summary"] is True
-    assert compacted[-1]["metadata"]["systemType"] == services.SYSTEM_TYPE_COMPACTION
+    assert compacted[-1]["metadata"]["systemType"] == SYSTEM_TYPE_COMPACTION
 
     full = alice_api.get(f"/api/sessions/{session.pk}/messages/?view=full").json()["results"]
     full_ids = [m["id"] for m in full]

@@ -94,6 +94,7 @@ def test_make_run_passes_the_settings_daphne_limits() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert "manage.py run_local --host $(HOST) --port $(PORT)" in makefile
     line = " ".join(daphne_command("127.0.0.1", 8000))
+    assert " -m netaclaw.serve " in line  # a frame over Daphne's limit closes with 1009
     numbers = dict(re.findall(r"--websocket-max-(message|frame)-size (\d+)", line))
     assert int(numbers["message"]) == settings.DAPHNE_WEBSOCKET_MAX_MESSAGE_SIZE
     assert int(numbers["frame"]) == settings.DAPHNE_WEBSOCKET_MAX_FRAME_SIZE

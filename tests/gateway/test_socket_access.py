@@ -4,6 +4,7 @@ port) or a trusted one may open a cookie socket — another local port is a fore
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -80,7 +81,7 @@ async def test_a_password_change_ends_the_token_for_new_sockets_too() -> None:
     await communicator.disconnect()
 
 
-async def test_an_expired_token_opens_no_socket() -> None:
+async def test_an_expired_token_serves_no_socket() -> None:
     user = await _user()
     token = await token_for(user)
 
@@ -92,9 +93,10 @@ async def test_an_expired_token_opens_no_socket() -> None:
         Token.objects.filter(key=token).update(created=created - timedelta(seconds=ttl + 1))
 
     await age()
-    communicator, connected = await connect(token=token, origin=None)
-    assert not connected
-    await communicator.disconnect()
+    communicator, _ = await connect(token=token, origin=None)
+    # told token_expired, then closed with 4401 (tests/gateway/test_socket_revalidation.py)
+    assert json.loads(await communicator.receive_from(timeout=5))["reason"] == "token_expired"
+    assert await _closed_with(communicator) == REVOKED
 
 
 async def _open(cookie: str, origin: bytes, host: bytes | None) -> bool:

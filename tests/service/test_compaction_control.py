@@ -4,6 +4,7 @@ pins, summary edits and one counter (CONTRACT §7)."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from agents.meter import meter_read
 from agents.models import (
@@ -13,7 +14,12 @@ from agents.models import (
     Message,
 )
 from agents.selectors import history_load, llm_history_load
-from agents.services import lease_acquire, messages_bulk_append, session_record_usage
+from agents.services import (
+    lease_acquire,
+    message_pin_set,
+    messages_bulk_append,
+    session_record_usage,
+)
 from compaction import records, trigger
 from compaction.controls import EditRefused, message_pin, summary_edit
 from compaction.request import CompactionRequest
@@ -400,3 +406,24 @@ def test_pins_that_leave_no_room_fail_clearly(llm_server) -> None:
     outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert (outcome.status, outcome.reason) == ("failed", "pins_too_long")
     assert _view(session) == before and llm_server.requests == []
+
+
+@pytest.mark.django_db(transaction=True)  # the model's thread pins: it must see the rows
+def test_a_pin_that_slips_in_while_the_summary_is_written_fails_the_write_back(llm_server):
+    """Issue 27 item 6: the pin stands and the compaction stores nothing (history_changed);
+    the refusal before it (409 while compacting) leaves only this race."""
+    session = session_to_compact(llm_server)
+    target = Message.objects.filter(session=session).order_by("position")[10]
+
+    def pin_meanwhile(body, wire):
+        try:
+            message_pin_set(message=Message.objects.get(pk=target.pk), pinned=True)
+        finally:
+            connection.close()  # this thread's own connection
+        return Reply(text=KEY_VALUE_SUMMARY)
+
+    llm_server.responder = pin_meanwhile
+    outcome = compact(CompactionRequest(str(session.pk)))
+    assert (outcome.status, outcome.reason) == ("failed", "history_changed")
+    assert Message.objects.get(pk=target.pk).pinned
+    assert not Message.objects.filter(session=session, compacted_at__isnull=False).exists()

@@ -99,8 +99,11 @@ def running_daphne(
     layer: Literal["memory", "redis"] = "memory",
     env: dict[str, str] | None = None,
     args: Sequence[str] = (),
+    server: str = "netaclaw.serve",
 ) -> Iterator[LiveServer]:
-    """``daphne netaclaw.asgi:application`` on a free port, stopped on exit."""
+    """``python -m netaclaw.serve netaclaw.asgi:application`` (Daphne as production runs it,
+    README "Running in production"; ``server="daphne"``: Daphne's own command) on a free
+    port, stopped on exit."""
     from django.conf import settings
 
     var_dir.mkdir(parents=True, exist_ok=True)
@@ -126,7 +129,7 @@ def running_daphne(
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [
-                *(sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)),
+                *(sys.executable, "-m", server, "-b", "127.0.0.1", "-p", str(port)),
                 *daphne_limits(),
                 *args,
                 "netaclaw.asgi:application",

@@ -21,12 +21,13 @@ START_TIMEOUT_SECONDS = 120.0
 
 
 def daphne_command(host: str, port: int) -> list[str]:
-    """Daphne with the WebSocket limits of the settings (an oversized client frame is
-    answered with an error instead of closing the socket at Daphne's default 1 MiB)."""
+    """Daphne as production runs it (``netaclaw.serve``: a frame over the limit is closed
+    with 1009, not reset) with the WebSocket limits of the settings (an oversized client
+    frame is answered with an error instead of closing the socket at Daphne's default 1 MiB)."""
     return [
         sys.executable,
         "-m",
-        "daphne",
+        "netaclaw.serve",
         "-b",
         host,
         "-p",
