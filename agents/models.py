@@ -45,6 +45,21 @@ class ModelChannel(models.Model):
     )
     is_auxiliary = models.BooleanField(_("usable as auxiliary model"), default=False)
     enabled = models.BooleanField(_("enabled"), default=True)
+    # optional prices, per million tokens, in the operator's currency: usage shows a cost
+    input_price_per_million = models.DecimalField(
+        _("input price per million tokens"),
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+    )
+    output_price_per_million = models.DecimalField(
+        _("output price per million tokens"),
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

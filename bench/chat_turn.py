@@ -144,37 +144,27 @@ class ModelClock:
 
 async def _one_turn(session_id: str, content: str = "next step please", owner: Any = None) -> None:
     """One chat frame's work as the socket does it: accept (access check, store, lease, the
-    turn's reads), then the gateway runs the turn. ``owner``: the session's, when the caller
+    turn's reads), then the in-process runner's job runs the turn. ``owner``: the session's, when the caller
     looked it up already (then no query here counts against the turn)."""
     from channels.db import database_sync_to_async
 
+    from agents.events import MessageStored
+    from agents.leases import TURN, lease_seconds, new_holder
     from agents.models import ChatSession
-    from channels_app.gateway import Gateway
-    from chat import control
     from chat.turn import accept_chat
+    from runs import jobs
 
     if owner is None:
         owner = await database_sync_to_async(
             lambda: ChatSession.objects.select_related("owner").get(pk=session_id).owner
         )()
-    events: list[str] = []
-
-    async def reply(event):  # type: ignore[no-untyped-def]
-        events.append(event.type)
-
-    accepted = await accept_chat(
-        owner,
-        session_id,
-        content,
-        control.new_holder(control.TURN),
-        control.lease_seconds(),
+    accepted = await accept_chat(owner, session_id, content, new_holder(TURN), lease_seconds())
+    assert accepted is not None and accepted.holder, "the session's lease was busy"
+    opening = tuple(MessageStored(session_id, m) for m in accepted.messages)
+    await asyncio.wait_for(
+        jobs.run_turn(session_id, accepted.holder, prepared=accepted.prepared, opening=opening),
+        timeout=120,
     )
-    assert accepted is not None and accepted.holder, "the session's turn lease was busy"
-    gateway = Gateway()
-    await gateway.submit_chat(accepted, reply)
-    task = gateway.runner(session_id).task
-    assert task is not None
-    await asyncio.wait_for(task, timeout=120)
 
 
 def _median_ms(samples: list[float]) -> float:

@@ -43,7 +43,8 @@ def measure(messages: int) -> dict[str, float | int | str]:
 
     from agents.models import Agent, ChatSession, Message, ModelChannel
     from agents.services import compaction_apply, messages_bulk_append, session_delete
-    from compaction.service import CompactionService
+    from compaction.request import CompactionRequest
+    from compaction.run import compact
     from scripted_llm import Reply, ScriptedLLMServer
 
     user = get_user_model().objects.create_user(username=f"bench-scale-{os.getpid()}")
@@ -75,7 +76,7 @@ def measure(messages: int) -> dict[str, float | int | str]:
             store_seconds = time.perf_counter() - started
 
             started = time.perf_counter()
-            outcome = CompactionService().compact(session=session, reason="manual")
+            outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
             compact_seconds = time.perf_counter() - started
             requests = len(server.requests)
 

@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy as _
 from agents import configuration, services
 from agents.auxiliary import default_auxiliary_settle
 from agents.models import Agent, ChatSession, CompactionRecord, Message, ModelChannel
+from agents.usage import session_usage
 from chat.recovery import recover
 from compaction.request import CompactionRequest
 from compaction.run import compact
@@ -51,6 +52,8 @@ class ModelChannelAdminForm(forms.ModelForm):
             "context_window",
             "is_auxiliary",
             "enabled",
+            "input_price_per_million",
+            "output_price_per_million",
         ]
 
     def clean(self) -> dict[str, Any]:
@@ -188,6 +191,7 @@ class ChatSessionAdmin(admin.ModelAdmin):
         "lease_holder",
         "lease_expires_at",
         "compacting_holder",
+        "usage",
         "last_input_tokens",
         "last_input_position",
         "total_input_tokens",
@@ -197,6 +201,17 @@ class ChatSessionAdmin(admin.ModelAdmin):
     raw_id_fields = ["owner"]
     inlines = [MessageInline]
     actions = ["compact_selected", "take_back_dead_leases"]
+
+    @admin.display(description=_("usage"))
+    def usage(self, obj: ChatSession) -> str:
+        """Issue 25 item 8: the chat's and its compactions' tokens, and a cost with prices."""
+        used = session_usage(session=obj).to_json()
+        chat, aux, total = used["chat"], used["compaction"], used["total"]
+        text = (
+            f"chat {chat['inputTokens']} in / {chat['outputTokens']} out ({chat['apiCalls']} calls); "
+            f"compaction {aux['inputTokens']} in / {aux['outputTokens']} out ({aux['requests']} requests)"
+        )
+        return text + (f"; cost {total['cost']}" if "cost" in total else "")
 
     @admin.display(description=_("work"))
     def work(self, obj: ChatSession) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from web import api, api_compactions, api_context
+from web import api, api_compactions, api_context, api_usage
 
 app_name = "api"
 
@@ -57,6 +57,12 @@ urlpatterns = [
         api_compactions.SessionCompactionUndoView.as_view(),
         name="session-compaction-undo",
     ),
+    path(
+        "sessions/<str:session_id>/usage/",
+        api_usage.SessionUsageView.as_view(),
+        name="session-usage",
+    ),
+    path("usage/", api_usage.UserUsageView.as_view(), name="usage"),
     path("agents/", api.AgentListView.as_view(), name="agent-list"),
     path("agents/<int:agent_id>/", api.AgentDetailView.as_view(), name="agent-detail"),
     path("model-channels/", api.ModelChannelListView.as_view(), name="channel-list"),

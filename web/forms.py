@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, TypedDict
 
 from django import forms
@@ -99,6 +100,8 @@ class ChannelInitial(TypedDict):
     context_window: int | None
     is_auxiliary: bool
     enabled: bool
+    input_price_per_million: Decimal | None
+    output_price_per_million: Decimal | None
 
 
 class AgentForm(forms.Form):
@@ -328,6 +331,21 @@ class ChannelForm(forms.Form):
         help_text=_("Ticked channels appear in the agent page's auxiliary model list."),
     )
     enabled = forms.BooleanField(label=_("Enabled"), required=False, initial=True)
+    input_price_per_million = forms.DecimalField(
+        label=_("Input price per million tokens"),
+        required=False,
+        min_value=0,
+        max_digits=12,
+        decimal_places=4,
+        help_text=_("Optional, in your currency: usage then shows a cost."),
+    )
+    output_price_per_million = forms.DecimalField(
+        label=_("Output price per million tokens"),
+        required=False,
+        min_value=0,
+        max_digits=12,
+        decimal_places=4,
+    )
 
     def __init__(self, *args: Any, has_stored_key: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -350,6 +368,8 @@ class ChannelForm(forms.Form):
             "context_window": channel.context_window,
             "is_auxiliary": channel.is_auxiliary,
             "enabled": channel.enabled,
+            "input_price_per_million": channel.input_price_per_million,
+            "output_price_per_million": channel.output_price_per_million,
         }
 
     def clean(self) -> dict[str, Any]:

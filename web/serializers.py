@@ -284,6 +284,8 @@ class ModelChannelSerializer(serializers.ModelSerializer):
             "context_window",
             "is_auxiliary",
             "enabled",
+            "input_price_per_million",
+            "output_price_per_million",
             "created_at",
             "updated_at",
         ]

@@ -36,6 +36,7 @@ from agents.selectors import (
 )
 from agents.services import session_delete as session_delete_service
 from agents.services import session_rename as session_rename_service
+from agents.usage import session_usage
 from compaction.auxiliary import AuxiliaryError, resolve_channel
 from compaction.trigger import suggestion_standing
 from web.chat_forms import RenameChatForm
@@ -206,6 +207,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         **_chat_context(request, agent),
         "session": session,
         "meter": MeterView(reading),
+        "usage": session_usage(session=session),
         "suggest_compaction": suggestion_standing(session=session, reading=reading),
         # a turn runs (Stop is shown); messages sent meanwhile wait as chips under it
         "busy": busy,

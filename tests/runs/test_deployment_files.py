@@ -38,12 +38,14 @@ def test_the_compose_file_runs_web_workers_postgres_and_redis() -> None:
     assert _seconds(services["worker"]["stop_grace_period"]) > WORKER_STOP_SECONDS
     assert services["worker"]["stop_signal"] == "SIGTERM"
     assert "/readyz" in " ".join(services["web"]["healthcheck"]["test"])
+    assert services["web"]["environment"]["NETACLAW_TRUSTED_PROXIES"]
 
 
 @pytest.mark.parametrize("unit", ["netaclaw-web@.service", "netaclaw-worker@.service"])
 def test_the_systemd_units_are_valid(unit: str, tmp_path) -> None:
     text = (DEPLOY / "systemd" / unit).read_text()
     assert "KillSignal=SIGTERM" in text
+    assert "--proxy-headers" not in text  # netaclaw.serve refuses it (issue 27 item 8)
     stop = float(re.search(r"TimeoutStopSec=(\d+)", text).group(1))
     if "worker" in unit:
         assert stop > WORKER_STOP_SECONDS and "run_worker" in text

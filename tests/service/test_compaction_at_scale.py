@@ -9,7 +9,8 @@ import pytest
 
 from agents.models import Message
 from agents.services import messages_bulk_append
-from compaction.service import CompactionService
+from compaction.request import CompactionRequest
+from compaction.run import compact
 from scripted_llm import Reply
 from tests.support.api_clients import token_client
 from tests.support.history import session_to_compact
@@ -30,7 +31,7 @@ def test_a_hundred_thousand_messages_compact_into_one_summary(llm_server) -> Non
     ]
     messages_bulk_append(session=session, rows=rows)
 
-    outcome = CompactionService().compact(session=session, reason="manual")
+    outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
 
     assert (outcome.status, outcome.reason) == ("done", None)
     assert outcome.removed_count > 65_535
