@@ -268,13 +268,16 @@ def compaction_failure_note(
     session: ChatSession,
     content: str,
     record: EventRecord,
-    pause: Callable[[int, str], str],
+    pause: Callable[[int, str], str] | None,
 ) -> Message:
     """A failed compaction's bubble, and the session's count of failures in a row: ``pause``
     (failures in a row, the current pause reason) → the pause reason to keep
-    (``compaction.trigger.pause_after_failure``). One transaction."""
+    (``compaction.trigger.pause_after_failure``); None: this failure does not count (a
+    manual compaction's). One transaction."""
     with transaction.atomic():
         bubble = event_record_append(session=session, content=content, record=record)
+        if pause is None:
+            return bubble
         ChatSession.objects.filter(pk=session.pk).update(
             consecutive_compaction_failures=F("consecutive_compaction_failures") + 1
         )

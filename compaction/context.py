@@ -11,7 +11,7 @@ from agents.meter import context_window, meter_read, system_prompt_tokens
 from agents.models import ChatSession, ModelChannel
 from agents.models import Message as StoredMessage
 from agents.selectors import history_queryset, llm_history_load
-from compaction.notes import notes_message
+from compaction.continuity import answered_since, continuity_message, newest_summary_index
 from condense import (
     PRUNED_TOOL_PLACEHOLDER,
     CompactionPolicy,
@@ -50,11 +50,19 @@ def core_messages_for_session(
     (``stored``: that view, when the caller has loaded it already)."""
     if stored is None:
         stored = llm_history_load(session=session)
+    newest = newest_summary_index(stored)
     messages = []
-    for row in stored:
+    for index, row in enumerate(stored):
         messages.append(to_core_message(row))
-        if row.is_compaction_summary and row.metadata.get("notes"):  # issue 18 item 5
-            messages.append(notes_message(row.metadata["notes"], row.metadata.get("language", "")))
+        if index == newest:  # issue 25 item 7: todos, notes and the directive, verbatim
+            carried = continuity_message(
+                todos=session.todos or (),
+                notes=str(row.metadata.get("notes") or ""),
+                language=str(row.metadata.get("language") or ""),
+                answered=answered_since(stored, index),
+            )
+            if carried is not None:
+                messages.append(carried)
     prompt = session.agent.system_prompt
     return [Message(role="system", content=prompt), *messages] if prompt else messages
 
@@ -71,6 +79,8 @@ class CompactionInput:
     # are counted from these, like the token bar's (issue 17 item 10)
     visible_tokens: int = 0
     row_tokens: dict[int, int] = field(default_factory=dict)
+    # the agent's notes kept with the newest summary: a compaction carries them on
+    carried_notes: str = ""
 
 
 class UpToNotFound(LookupError):
@@ -103,6 +113,14 @@ def compaction_input(session: ChatSession, *, up_to: int | None = None) -> Compa
         chain_depth=max(
             (int(m.metadata.get("chainDepth", 1)) for m in stored if m.is_compaction_summary),
             default=0,
+        ),
+        carried_notes=next(
+            (
+                str(m.metadata.get("notes") or "")
+                for m in reversed(stored)
+                if m.is_compaction_summary
+            ),
+            "",
         ),
     )
 

@@ -4,8 +4,8 @@ When the agent's ``compaction_notes`` is on, an automatic compaction first gives
 own model one bounded step (no tools, ``NOTES_MAX_TOKENS`` of output, the auxiliary
 timeout) in which it writes what it must not lose: the notes go to ``NOTES.md`` in the
 session's workspace (where its file tools can read them) and into the summary's metadata,
-from where every later context re-injects them verbatim right after the summary
-(``compaction.context``). A failed step costs nothing but the notes: the compaction goes on.
+from where every later context re-injects them verbatim right after the summary, and every
+later compaction carries them on (``compaction.continuity``). A failed step costs nothing but the notes: the compaction goes on.
 """
 
 from __future__ import annotations
@@ -43,16 +43,6 @@ _ASK = {
         "words."
     ),
 }
-_HEADING = {
-    "zh": "[压缩前你写下的笔记（NOTES.md）]",
-    "en": "[Notes you wrote before the compaction (NOTES.md)]",
-}
-
-
-def notes_message(notes: str, language: str) -> core.Message:
-    """How the notes come back into the context, right after the summary."""
-    heading = _HEADING["zh" if language == "zh" else "en"]
-    return core.Message(role="user", content=f"{heading}\n{notes}")
 
 
 def write_notes(session: ChatSession, messages: list[core.Message]) -> str:

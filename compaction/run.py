@@ -156,6 +156,8 @@ def _stages(run: CompactionRun) -> CompactionOutcome:
     except core.SummaryRejected as exc:
         return _fail(run, CompactionFailure(exc.reason, wire_text(exc.reason, str(exc))), tokens)
     except CompactionFailure as exc:
+        if exc.reason in NOTICES:  # nothing wrong: nothing to do
+            return _notice(run, exc.reason, tokens)
         return _fail(run, exc, tokens)
     except services.SpanChanged:
         return _fail(run, CompactionFailure("history_changed"), tokens)
@@ -181,15 +183,22 @@ def _apply_given(run: CompactionRun) -> CompactionOutcome:
         raise CompactionFailure("storage_error") from None
 
 
+# Endings that are no failure (issue 25 item 6): a notice, never counted by the breaker.
+NOTICES = frozenset(("nothing_to_compact", "no_gain"))
+
+
 def _under_threshold(run: CompactionRun, tokens: int) -> CompactionOutcome:
-    """The start was announced: every start gets its ending."""
-    skipped = CompactionSkipped(
-        session_id=run.session_id, reason="under_threshold", error=wire_text("under_threshold")
-    )
+    return _notice(run, "under_threshold", tokens)
+
+
+def _notice(run: CompactionRun, reason: str, tokens: int) -> CompactionOutcome:
+    """Nothing to do (under the threshold, nothing to compact yet, no gain): the start that
+    was announced ends with ``compaction_skipped`` — a neutral notice; recorded ``skipped``."""
+    skipped = CompactionSkipped(session_id=run.session_id, reason=reason, error=wire_text(reason))
     publish(run.session_id, skipped)
     return CompactionOutcome(
         status="nothing",
-        reason="under_threshold",
+        reason=reason,
         error=skipped.error,
         tokens_before=tokens,
         tokens_after=tokens,
@@ -218,8 +227,15 @@ def _fail(run: CompactionRun, failure: CompactionFailure, tokens: int) -> Compac
             session=run.session,
             content=f"压缩失败：{error}",
             record=EventRecord(SYSTEM_TYPE_COMPACTION, "failed", reason=reason, error=error),
-            pause=lambda failures, current: trigger.pause_after_failure(
-                reason=reason, consecutive_failures=failures, current=current
+            # only automatic compactions count toward pausing automatic compaction (README)
+            pause=(
+                (
+                    lambda failures, current: trigger.pause_after_failure(
+                        reason=reason, consecutive_failures=failures, current=current
+                    )
+                )
+                if run.automatic
+                else None
             ),
         )
         event_json = message_to_json(bubble)

@@ -43,7 +43,7 @@ def store(
     )
     with transaction.atomic():
         end_compacting(run)
-        applied, record = _write(run, summarized)
+        applied, record = _write(run, planned, summarized)
         if on_record is not None:
             on_record(record)
         _settle_breaker(run, counted.after)
@@ -71,10 +71,12 @@ def store(
 
 
 def _write(
-    run: CompactionRun, summarized: Summarized
+    run: CompactionRun, planned: Planned, summarized: Summarized
 ) -> tuple[services.CompactionApplied, CompactionRecord]:
-    """The span, the summary, the bubble and the record (inside the transaction)."""
+    """The span, the summary, the bubble and the record (inside the transaction). The
+    agent's notes: this compaction's, else the ones its predecessor carried (issue 25 item 7)."""
     result, counted = summarized.result, summarized.counted
+    notes = run.audit.notes or planned.source.carried_notes
     applied = services.compaction_apply(
         session=run.session,
         compacted_ids=result.summarized_ids,
@@ -83,7 +85,7 @@ def _write(
         pruned_token_estimate=PRUNED_ESTIMATE,
         event_content=_bubble_text(len(result.summarized_ids), counted.before, counted.after),
         event_payload=_bubble(run, result, counted.before, counted.after).to_metadata(),
-        summary_metadata=_summary_metadata(run, result, summarized.chain_depth),
+        summary_metadata=_summary_metadata(run, result, summarized.chain_depth, notes),
         token_calibration=counted.calibration,
     )
     record = records.record_done(
@@ -155,9 +157,8 @@ def _bubble(
 
 
 def _summary_metadata(
-    run: CompactionRun, result: core.CompactionResult, chain_depth: int
+    run: CompactionRun, result: core.CompactionResult, chain_depth: int, notes: str
 ) -> dict[str, object]:
-    notes = run.audit.notes
     return {
         "language": result.language,
         "reason": run.reason,

@@ -76,7 +76,7 @@ def test_notes_are_written_before_an_automatic_compaction_and_kept_verbatim(llm_
     context = llm_context_for_session(session)
     at = next(i for i, m in enumerate(context) if m.is_summary)
     assert NOTES in context[at + 1].content  # verbatim, right after the summary
-    assert context[at + 1].content.startswith("[Notes you wrote before the compaction")
+    assert context[at + 1].content.startswith("[Notes you wrote before a compaction")
 
 
 def test_notes_are_off_by_default_and_manual_compaction_never_asks(llm_server) -> None:

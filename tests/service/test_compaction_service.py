@@ -136,15 +136,38 @@ def test_two_failures_pause_automatic_compaction(llm_server) -> None:
         Reply(text=KEY_VALUE_SUMMARY),
     )
     session = session_to_compact(llm_server)
-    compact(CompactionRequest(str(session.pk)))
+    automatic = CompactionRequest(str(session.pk), reason="auto", force=True)
+    compact(automatic)
     session.refresh_from_db()
     assert session.auto_compaction_paused_reason == ""
-    compact(CompactionRequest(str(session.pk)))
+    compact(automatic)
     session.refresh_from_db()
     assert "连续两次失败" in session.auto_compaction_paused_reason
     assert compact(CompactionRequest(str(session.pk))).status == "done"
     session.refresh_from_db()
     assert session.auto_compaction_paused_reason == ""
+
+
+def test_manual_failures_never_pause_automatic_compaction(llm_server) -> None:
+    """README: only automatic compactions that fail count toward pausing (issue 25 item 6)."""
+    llm_server.enqueue(*(Fail(status=500, should_retry=False) for _ in range(3)))
+    session = session_to_compact(llm_server)
+    for _ in range(3):
+        assert compact(CompactionRequest(str(session.pk))).status == "failed"
+    session.refresh_from_db()
+    assert session.auto_compaction_paused_reason == ""
+
+
+def test_nothing_to_compact_is_a_notice_not_a_failure(llm_server) -> None:
+    """A fresh chat's /compact (README's own first step): compaction_skipped, no red bubble,
+    nothing counted (issue 25 item 6)."""
+    session = session_to_compact(llm_server, n=2)
+    outcome = compact(CompactionRequest(str(session.pk)))
+    assert (outcome.status, outcome.reason) == ("nothing", "nothing_to_compact")
+    assert outcome.event is not None and outcome.event.type == "compaction_skipped"
+    assert not Message.objects.filter(session=session, metadata__status="failed").exists()
+    session.refresh_from_db()
+    assert session.consecutive_compaction_failures == 0
 
 
 def test_compact_session_command_json_and_dry_run(llm_server) -> None:
