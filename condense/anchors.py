@@ -26,6 +26,8 @@ _CUT_LABEL: dict[str, str] = {
     "zh": "[用户较早的一条消息（#{id}），原文保留，中间已截断]",
     "en": "[An earlier user message (#{id}), kept verbatim with its middle cut]",
 }
+# how each label starts, whatever the id: where a summary's cut anchor section begins
+CUT_LABELS = tuple(label.split("{id}", 1)[0] for label in _CUT_LABEL.values())
 _CUT_MARKER_CHARS = 40  # "\n...[truncated 123456 chars]...\n"
 
 
