@@ -198,15 +198,15 @@ def rejection(
         )
     if not text:
         return _empty(reply)
-    what = not_a_summary(text)
-    if what is not None:
-        return what
     floor = min_summary_tokens(policy_floor, input_tokens, max_output_tokens)
     tokens = conservative_tokens(text)
     if tokens < floor:
         return SUMMARY_TOO_SHORT, (
             f"the summary has {tokens} tokens; at least {floor} are required"
         )
+    what = not_a_summary(text)
+    if what is not None:
+        return what
     if len(text) > input_chars + STRUCTURE_SLACK_CHARS:
         return SUMMARY_LONGER_THAN_INPUT, (
             f"the summary ({len(text)} characters) is longer than what it summarizes "

@@ -579,7 +579,10 @@ class FlakyModel(ScriptedModel):
             if number not in self.bad:
                 return text
             self.bad_given += 1
-        return "Sure! Happy to help — let me know if you need anything else."
+        return (  # long enough for any floor: judged by what it is
+            "Sure! I read all of the turns above and I am happy to help with them. Let me "
+            "know if you need anything else, or if you want the summary in another format."
+        )
 
 
 @SETTINGS

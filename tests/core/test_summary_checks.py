@@ -178,13 +178,24 @@ def test_a_dense_summary_passes_the_floor_in_either_language(
     ("answer", "reason"),
     [
         (
-            "Sure! I have merged the partial summaries for you. Let me know if you need "
-            "anything else.",
+            "Sure! I have read the partial summaries and merged them for you, keeping the "
+            "order of the parts. Let me know if you need anything else, or a shorter version.",
             SUMMARY_CHAT_REPLY,
         ),
-        ("好的！摘要已经为您合并好了，还有什么需要我做的吗？", SUMMARY_CHAT_REPLY),
-        ("I'm sorry, but I can't help with summarizing this conversation.", SUMMARY_REFUSED),
-        ("抱歉，我无法完成这个请求。", SUMMARY_REFUSED),
+        (
+            "好的！我已经仔细阅读了上面的各个分段摘要，并按照顺序为您合并成了一份完整的交接摘要。"
+            "还有什么需要我做的吗？",
+            SUMMARY_CHAT_REPLY,
+        ),
+        (
+            "I'm sorry, but I can't help with summarizing this conversation: it contains "
+            "material that I am not able to process or repeat in a summary of any kind.",
+            SUMMARY_REFUSED,
+        ),
+        (
+            "抱歉，我无法完成这个请求：这段对话中包含我不能处理的内容，因此无法为它撰写任何形式的摘要。",
+            SUMMARY_REFUSED,
+        ),
         (
             "The summary above already covers every turn of the conversation; no changes "
             "are needed and nothing new has to be added to it.",
@@ -207,8 +218,9 @@ def test_a_dense_summary_passes_the_floor_in_either_language(
 def test_an_answer_that_is_not_a_summary_is_asked_again_once_then_fails(
     answer: str, reason: str
 ) -> None:
-    """Issue 25: judged by what it is, not its length — each kind with its own reason,
-    asked for once more with a note that the answer was not the summary."""
+    """Issue 25: judged by what it is, not only its length — an answer long enough to pass
+    the floor, each kind with its own reason, asked for once more with a note that the
+    answer was not the summary."""
     model = Scripted(answer, answer)
     with pytest.raises(SummaryRejected) as raised:
         compress(chat(4_000), POLICY, model, force=True)
@@ -239,7 +251,11 @@ def test_the_sections_may_be_in_any_language(answer: str) -> None:
 
 
 def test_a_chat_reply_then_a_summary_keeps_the_summary_and_counts_one_discarded() -> None:
-    model = Scripted("Sure! Here you go, happy to help with anything else.", GOOD)
+    reply = (
+        "Sure! I read every turn and I am happy to help; let me know if you want the "
+        "summary in a different format or with more detail."
+    )
+    model = Scripted(reply, GOOD)
     result = compress(chat(4_000), POLICY, model, force=True)
     assert result.status == COMPACTED and result.summary_text == GOOD.strip()
     assert result.discarded_requests == 1 and len(result.requests) == 2
