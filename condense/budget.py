@@ -13,12 +13,13 @@ a rule changes in one place:
    that much is decided (pruned only, or no gain) before any request.
 2. The head and the tail stay verbatim (``span``); the tail is measured against
    ``tail_budget`` (the seed's 20%, of G). The summary needs ``summary_need`` tokens: the
-   floor, or the essentials of the earlier summaries it folds when that is more (an earlier
-   summary is never folded into less room than its own text). ``span.fit_tail`` has the tail
-   give up its oldest groups until the room under G holds that (``Room.toward_target``),
-   within the seed's minimum tail; else until the room under the ceiling holds it
-   (``Room.usable``), down to its last group; else the compaction fails with the reason
-   that applies (``Room.free``, the room under T, decides which).
+   floor (or half of what the span holds, when less), or the essentials of the earlier
+   summaries it folds when that is more (an earlier summary is never folded into less room
+   than what its model wrote). ``span.fit_tail`` has the tail give up its oldest groups
+   until the room under G holds that (``Room.toward_target``), within the seed's minimum
+   tail; past it only while the room under T does not (``Room.free``, the seed's rule,
+   down to its last group). The room under the ceiling (``Room.usable``) must hold it, or
+   no request is sent: no gain when the room under T would, else the reason that applies.
 3. The anchors (the user's recent words, ``min(20,000, 10% of G)``) and the mechanical index
    (``min(2,000, 5% of G)``) are shares of G.
 4. The summary budget is the seed's ``max(2000, min(20% of what it stands for, 12000))``, at

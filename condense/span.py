@@ -278,13 +278,11 @@ class _TailFitter:
     leave (under the threshold, the ceiling and the target)."""
 
     def __init__(self, measured: Measured, cpt: int, head: Head, marks: Marks, room: Room) -> None:
-        self.measured, self.cpt, self.head, self.marks, self.room = (
-            measured,
-            cpt,
-            head,
-            marks,
-            room,
-        )
+        self.measured = measured
+        self.cpt = cpt
+        self.head = head
+        self.marks = marks
+        self.room = room
 
     def __call__(self, end: int) -> Tail:
         msgs, cpt, room = self.measured.messages, self.cpt, self.room
