@@ -30,21 +30,37 @@ def is_pruned(content: str) -> bool:
     return content.startswith(PRUNED_TOOL_PLACEHOLDER)
 
 
+_POINTER = (
+    ' — the original: read_history_message {{"id": {id}}}; search_history finds it by its words'
+)
+_POINTER_CHARS = len(_POINTER.format(id=""))  # without the id's digits
+
+
 def pruned_stub(tool_name: str | None, message_id: int | None, *, recall_hint: bool) -> str:
     """The one line that stands for a pruned output: the placeholder, the tool, the
     message id, and — when the agent has the recall tools — where the original is."""
-    words = [PRUNED_TOOL_PLACEHOLDER]
+    stub = PRUNED_TOOL_PLACEHOLDER
     if tool_name:
-        words.append(tool_name)
+        stub += f" {tool_name}"
     if message_id is not None:
-        words.append(f"#{message_id}")
-    stub = " ".join(words)
-    if recall_hint and message_id is not None:
-        stub += (
-            f' — the original: read_history_message {{"id": {message_id}}}; '
-            "search_history finds it by its words"
-        )
+        stub += f" #{message_id}"
+        if recall_hint:
+            stub += _POINTER.format(id=message_id)
     return stub
+
+
+def stub_length(tool_name: str | None, message_id: int | None, *, recall_hint: bool) -> int:
+    """``len(pruned_stub(...))`` without building it: phase 1 counts every pruned output
+    of a long history, and builds the stubs only for a pruned-only outcome."""
+    length = len(PRUNED_TOOL_PLACEHOLDER)
+    if tool_name:
+        length += 1 + len(tool_name)
+    if message_id is not None:
+        digits = len(str(message_id))
+        length += 2 + digits
+        if recall_hint:
+            length += _POINTER_CHARS + digits
+    return length
 
 
 def tool_name_of(messages: Sequence[Message], index: int) -> str | None:
@@ -53,9 +69,11 @@ def tool_name_of(messages: Sequence[Message], index: int) -> str | None:
     at = index - 1
     while at >= 0 and messages[at].role == "tool":
         at -= 1
-    if at < 0:
-        return None
-    return next((c.name for c in messages[at].tool_calls if c.id == call_id), None)
+    if at >= 0:
+        for call in messages[at].tool_calls:
+            if call.id == call_id:
+                return call.name
+    return None
 
 
 def stub_for(messages: Sequence[Message], index: int, policy: CompactionPolicy) -> str:
@@ -65,9 +83,32 @@ def stub_for(messages: Sequence[Message], index: int, policy: CompactionPolicy) 
     )
 
 
-def stub_tokens(stub: str, policy: CompactionPolicy) -> int:
-    """A pruned output's estimate: its stub's (tool outputs carry no tool calls)."""
-    return len(stub) // policy.chars_per_token + MESSAGE_OVERHEAD_TOKENS
+def stub_tokens(
+    messages: Sequence[Message], indexes: Sequence[int], policy: CompactionPolicy
+) -> dict[int, int]:
+    """Each pruned output's estimate as its stub (tool outputs carry no tool calls):
+    ``stub_length`` and ``tool_name_of`` in one loop, a long history having tens of
+    thousands of them."""
+    cpt, recall = policy.chars_per_token, policy.recall_hint
+    base, pointer = len(PRUNED_TOOL_PLACEHOLDER), _POINTER_CHARS
+    out: dict[int, int] = {}
+    for i in indexes:
+        message = messages[i]
+        length = base
+        at = i - 1
+        while at >= 0 and messages[at].role == "tool":
+            at -= 1
+        if at >= 0:
+            call_id = message.tool_call_id
+            for call in messages[at].tool_calls:
+                if call.id == call_id:
+                    length += 1 + len(call.name) if call.name else 0
+                    break
+        if message.id is not None:
+            digits = len(str(message.id))
+            length += 2 + digits + (pointer + digits if recall else 0)
+        out[i] = length // cpt + MESSAGE_OVERHEAD_TOKENS
+    return out
 
 
 def pruned_copy(m: Message, content: str = PRUNED_TOOL_PLACEHOLDER) -> Message:
@@ -138,8 +179,7 @@ def prune_old_tool_outputs(
     out = list(messages)
     new_estimates = list(estimates)
     pruned = prune_indexes(messages, estimates, policy)
-    for i in pruned:
-        stub = stub_for(messages, i, policy)
-        out[i] = pruned_copy(out[i], stub)
-        new_estimates[i] = stub_tokens(stub, policy)
+    for i, tokens in stub_tokens(messages, pruned, policy).items():
+        out[i] = pruned_copy(out[i], stub_for(messages, i, policy))
+        new_estimates[i] = tokens
     return out, new_estimates, pruned

@@ -47,7 +47,7 @@ from condense.outcomes import (
 )
 from condense.pins import pinned_indexes
 from condense.policy import CompactionPolicy
-from condense.pruning import prune_indexes, stub_for, stub_tokens
+from condense.pruning import prune_indexes, stub_tokens
 from condense.stages import Head, Layout, Marks, Measured, Pruning, Stop, Tail
 from condense.tokens import estimate_each, estimate_tokens
 from condense.types import Message
@@ -111,7 +111,7 @@ def prune(measured: Measured, policy: CompactionPolicy) -> Pruning:
     estimates, msgs = measured.estimates, measured.messages
     pinned = pinned_indexes(msgs)
     indexes = tuple(prune_indexes(msgs, estimates, policy, pinned=pinned))
-    stubs = {i: stub_tokens(stub_for(msgs, i, policy), policy) for i in indexes}
+    stubs = stub_tokens(msgs, indexes, policy)
     saved = sum(map(estimates.__getitem__, indexes)) - sum(stubs.values())
     gains = bool(indexes) and saved >= min_gain(measured.tokens, policy)
     return Pruning(pinned, indexes, stubs, measured.tokens - saved, gains)

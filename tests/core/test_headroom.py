@@ -40,6 +40,7 @@ from condense import (
     plan,
     pruned_stub,
 )
+from condense.pruning import prune_old_tool_outputs, stub_length
 from condense.tokens import conservative_tokens
 from tests.support.core_conversations import FullBudget, conversation
 
@@ -331,3 +332,24 @@ def test_a_call_without_a_name_gets_a_stub_without_one() -> None:
     assert pruned_stub(None, 9, recall_hint=True).startswith(f"{PRUNED_TOOL_PLACEHOLDER} #9 —")
     assert pruned_stub("grep", None, recall_hint=True) == f"{PRUNED_TOOL_PLACEHOLDER} grep"
     assert ToolCall("c", "grep").name == "grep"
+
+
+@pytest.mark.parametrize("recall", [False, True])
+def test_a_stub_is_counted_as_it_is_written(recall: bool) -> None:
+    """Phase 1 counts stubs without building them (a long history has tens of thousands):
+    the count is the built stub's, with or without a tool name, an id, the recall tools."""
+    policy = CompactionPolicy(context_window=32_000, recall_hint=recall)
+    messages = conversation(26, user_chars=400, tool_chars=4_000)
+    messages[7] = replace(messages[7], tool_call_id="no-such-call")  # an orphan: no name
+    messages[11] = replace(messages[11], id=None)
+    out, estimates, pruned = prune_old_tool_outputs(
+        messages, [estimate_tokens(m) for m in messages], policy
+    )
+    assert {7, 11} <= set(pruned)
+    assert estimates == [estimate_tokens(m) for m in out]
+    assert out[7].content.startswith(f"{PRUNED_TOOL_PLACEHOLDER} #8")
+    assert out[11].content == f"{PRUNED_TOOL_PLACEHOLDER} read_file"
+    for name in (None, "", "bash", "a_long_tool_name"):
+        for message_id in (None, 0, 7, 123_456_789):
+            stub = pruned_stub(name, message_id, recall_hint=recall)
+            assert stub_length(name, message_id, recall_hint=recall) == len(stub)
