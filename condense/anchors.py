@@ -1,10 +1,9 @@
 """The user's own words, kept verbatim through a compaction ("it forgot what I told it").
 
-The rule (README, "Compaction budgets"): of the user messages in the summarized span
-(earlier summaries excluded), the newest are kept verbatim, newest first, while they fit
-the anchor budget — ``min(20,000, 10% of the threshold)`` tokens, and never more than
-what is left under the threshold once head, tail, the index and the smallest useful
-summary are counted. A message that fits whole stays in the conversation as it is (same
+The rule (README, "How a compaction keeps what matters"): of the user messages in the
+summarized span (earlier summaries excluded), the newest are kept verbatim, newest first,
+while they fit the anchor budget — ``min(20,000, 10% of the target)`` tokens (issue 25),
+and never more than what the summary left of the room it shares with them and the index. A message that fits whole stays in the conversation as it is (same
 id, same place, after the summary); the first one that does not fit whole is cut in the
 middle to the tokens that remain (when at least ``MIN_CUT_TOKENS`` remain) and carried
 at the end of the summary message; older ones are left to the summary (Codex's anchor
@@ -26,6 +25,8 @@ _CUT_LABEL: dict[str, str] = {
     "zh": "[用户较早的一条消息（#{id}），原文保留，中间已截断]",
     "en": "[An earlier user message (#{id}), kept verbatim with its middle cut]",
 }
+# how each label starts, whatever the id: where a summary's cut anchor section begins
+CUT_LABELS = tuple(label.split("{id}", 1)[0] for label in _CUT_LABEL.values())
 _CUT_MARKER_CHARS = 40  # "\n...[truncated 123456 chars]...\n"
 
 

@@ -1,17 +1,25 @@
 """The four phases put together: ``plan`` (no model call) and ``compress``.
 
 ``plan`` is a spine over named stages: ``span`` decides what stays verbatim and what
-leaves (refusals, prune, head, span, tail), ``budget`` shares out the room under the
-threshold T (what the summarizer reads, the index, the anchors, the summary's cap), and
-``summarizing`` plans the requests. Both modules' docstrings state their rules (issue 13;
-README, "Compaction budgets"); a compacted result always ends strictly under T. After the
-summary arrives (``compress``), the anchors take what the summary left, up to their
-budget, then the index. A summary that does not fit the room on its own is asked for
-again, shorter, once.
+leaves (refusals, prune, head, span, tail), ``budget`` shares out the room toward the
+target G under the threshold T (what the summarizer reads, the index, the anchors, the
+summary's cap), and ``summarizing`` plans the requests. Both modules' docstrings state
+their rules (issues 13 and 25; README, "How a compaction keeps what matters"); a
+compacted result always ends strictly under T, and under the ceiling (what pruning alone
+leaves, less the minimum gain). After the summary arrives (``compress``), the anchors take
+what the summary left of the room it shares with them, up to their budget, then the
+index. The result says whether the view reached the target.
+
+No wasted call (issue 25): everything the plan can know is decided before any request —
+pruning alone reaching the target, a summary that cannot gain enough (``pruned_only`` /
+``no_gain``), re-grounding that would take more requests than
+``policy.reground_max_requests`` (the earlier summary is updated instead). Across one
+compaction at most one answer is thrown away and asked for again
+(``CompactionResult.discarded_requests``).
 
 Pruning (phase 1) only serves a ``pruned_only`` outcome: the main model's context when
-pruning alone is enough, or when a forced compaction would not save more than pruning
-does; the summarizer reads the originals.
+pruning alone is enough, or when a summary cannot gain enough; the summarizer reads the
+originals.
 
 Speed (issue 13: ``compress`` within 15× one pass of the token estimate, BENCHMARKS.md):
 each message is estimated once and the figure reused; the other passes over the whole
@@ -32,16 +40,19 @@ from condense.anchors import Anchors, select_anchors
 from condense.assembly import repair_tool_pairing
 from condense.boundaries import Span
 from condense.budget import (
+    Room,
     Shares,
     Sources,
     anchor_room,
     index_chars,
     index_room,
-    room_under_threshold,
+    room_for,
     share_room,
     sharing_basis,
+    stands_for,
     summary_sources,
     summary_tokens,
+    useful_summary,
 )
 from condense.checks import SUMMARY_OVER_BUDGET, SummaryRejected, SummaryTooShort
 from condense.index import IndexEntry, render_index
@@ -49,9 +60,11 @@ from condense.language import Language, detect_language
 from condense.outcomes import (
     CHANGED_STATUSES,
     COMPACTED,
+    EARLIER_SUMMARY_TOO_LONG,
     FAILURE_STATUSES,
     HEAD_TOO_LONG,
     NO_GAIN,
+    NO_ROOM_FOR_SUMMARY,
     NOTHING_TO_COMPACT,
     OVERSIZED_MESSAGE,
     PINS_TOO_LONG,
@@ -80,10 +93,12 @@ from condense.types import Message
 __all__ = [
     "CHANGED_STATUSES",
     "COMPACTED",
+    "EARLIER_SUMMARY_TOO_LONG",
     "FAILURE_STATUSES",
     "HEAD_TOO_LONG",
     "NOTHING_TO_COMPACT",
     "NO_GAIN",
+    "NO_ROOM_FOR_SUMMARY",
     "OVERSIZED_MESSAGE",
     "PINS_TOO_LONG",
     "PRUNED_ONLY",
@@ -119,7 +134,15 @@ class CompactionPlan:
     head_tokens: int = 0
     tail_tokens: int = 0
     framing_tokens: int = 0
-    free_tokens: int = 0  # T − 1 − head − tail − pins − framing: summary + anchors + index
+    # the most summary + anchors + index may take: under the threshold, under pruning
+    # alone, and the minimum gain (``budget.Room.usable``)
+    free_tokens: int = 0
+    # what summary, anchors and index are sized to share: the room under the target when
+    # it is reached, else ``free_tokens``
+    share_tokens: int = 0
+    target_tokens: int = 0  # G: where the view should land (issue 25)
+    reaches_target: bool = False  # a summary within its budget lands at or under G
+    need_tokens: int = 0  # the smallest summary worth its request (``budget.summary_need``)
     pin_tokens: int = 0
     pinned_indexes: tuple[int, ...] = ()  # pins of the middle (and their tool groups)
     removed_indexes: tuple[int, ...] = ()  # what leaves the context (before anchors)
@@ -150,9 +173,9 @@ class CompactionPlan:
         anchors and index within what is left (always under the threshold)."""
         if self.span is None:
             return self.tokens_after_prune
-        summary, free = self.summary_budget, self.free_tokens
-        anchors = anchor_room(free, summary, self.anchor_budget)
-        index = min(self.index_budget, index_room(free, summary, anchors))
+        summary, shared = self.summary_budget, self.share_tokens
+        anchors = anchor_room(shared, summary, self.anchor_budget)
+        index = min(self.index_budget, index_room(shared, summary, anchors))
         return (
             self.head_tokens
             + self.tail_tokens
@@ -188,6 +211,12 @@ class CompactionResult:
     index_entries: tuple[IndexEntry, ...] = ()
     input_tokens: int = 0  # as the auxiliary model reported them (0: not reported)
     output_tokens: int = 0
+    target_tokens: int = 0  # G: where the view should have landed (issue 25)
+    # the view changed and landed at or under G; False says the target was out of reach
+    reached_target: bool = False
+    # answers thrown away: a retried one (at most one per compaction), or every request
+    # of a summary found no better than pruning (never, when the plan is right)
+    discarded_requests: int = 0
 
     @property
     def changed(self) -> bool:
@@ -207,40 +236,35 @@ def plan(
     focus: str | None = None,
     original_contents: Mapping[int, str] | None = None,
     regrounding_originals: Sequence[Message] | None = None,
+    reground_only_if_squeezed: bool = False,
 ) -> CompactionPlan:
     """Phases 1–2, the budgets and the requests of phase 3, without calling any model.
 
     ``original_contents``: id → stored original of messages that arrive already pruned
-    (their content is the placeholder); the summarizer reads those originals.
+    (their content is the placeholder or a stub); the summarizer reads those originals.
     ``regrounding_originals``: the originals the earlier summaries stand for, in order;
-    when given (and there is a summary to fold) the new summary is built from them and
-    the middle instead of from the earlier summaries' text.
-    ``focus`` goes into every request, so the chunks leave room for it.
+    when given (and there is a summary to fold) the new summary is built from them instead
+    of from the earlier summaries' text — with ``reground_only_if_squeezed``, only when
+    their essentials would not fit otherwise; never when that takes more than
+    ``policy.reground_max_requests`` requests. ``focus`` goes into every request.
     """
-    measured = measure(messages, policy)
-    refused = refusal(measured, policy, force=force)
-    if refused is not None:
-        return _stopped(measured, refused)
-    pruning = prune(measured, policy)
-    if pruning_suffices(pruning, policy, force=force):
-        return _stopped(measured, Stop(PRUNED_ONLY), pruning)
-    language = detect_language(measured.messages)
-    room = room_under_threshold(policy, language)
-    layout = choose_span(measured, policy, pruning, room, force=force)
-    if isinstance(layout, Stop):
-        return _stopped(measured, layout, pruning)
+    grounding = _Grounding(regrounding_originals, reground_only_if_squeezed, previous_summary)
+    ready = _prepare(messages, policy, grounding, force=force)
+    if isinstance(ready, CompactionPlan):
+        return ready
+    measured, pruning, room, layout, language = ready
     sources = summary_sources(
         measured,
         layout,
         previous_summary=previous_summary,
-        regrounding_originals=regrounding_originals,
+        regrounding_originals=grounding.originals,
         original_contents=original_contents,
         policy=policy,
     )
-    basis = sharing_basis(policy, pruning.tokens_after, force)
-    shares = share_room(
-        measured, layout, sources, room, basis=basis, language=language, policy=policy
-    )
+    shares = share_room(measured, layout, sources, room, language=language, policy=policy)
+    useless = _pins_leave_no_useful_summary(policy, room, layout, sources, shares)
+    if useless is not None:
+        return _stopped(measured, useless, policy, pruning, force=force)
     requests = plan_requests(
         sources.pieces,
         sources.costs,
@@ -250,17 +274,122 @@ def plan(
         focus=focus,
         policy=policy,
     )
-    return _compaction_plan(measured, pruning, layout, sources, shares, requests, room.framing)
+    if sources.regrounded and requests.request_count > policy.reground_max_requests:
+        # re-grounding would cost more requests than it is worth: update the summary
+        return plan(
+            messages,
+            policy,
+            force=force,
+            previous_summary=previous_summary,
+            focus=focus,
+            original_contents=original_contents,
+        )
+    return _compaction_plan(measured, pruning, layout, sources, shares, requests, room)
 
 
-def _stopped(measured: Measured, stop: Stop, pruning: Pruning | None = None) -> CompactionPlan:
-    """The plan of a run that ends before any summary: the pruned view for
-    ``pruned_only``, else the input unchanged."""
+def _prepare(
+    messages: Sequence[Message], policy: CompactionPolicy, grounding: _Grounding, *, force: bool
+) -> tuple[Measured, Pruning, Room, Layout, Language] | CompactionPlan:
+    """Measure, refuse, prune, share the room and choose the span — or the plan of a run
+    that ends there, without a summary."""
+    measured = measure(messages, policy)
+    refused = refusal(measured, policy, force=force)
+    if refused is not None:
+        return _stopped(measured, refused, policy, force=force)
+    pruning = prune(measured, policy)
+    if pruning_suffices(pruning, policy, force=force):
+        return _stopped(measured, Stop(PRUNED_ONLY), policy, pruning, force=force)
+    language = detect_language(measured.messages)
+    room = room_for(policy, language, measured, pruning, force=force)
+    layout = grounding.choose(measured, policy, pruning, room)
+    if isinstance(layout, Stop):
+        stop = _instead_of_failing(layout, pruning, policy, force=force)
+        return _stopped(measured, stop, policy, pruning, force=force)
+    return measured, pruning, room, layout, language
+
+
+class _Grounding:
+    """Whether the summary is re-grounded from originals, decided with the span: when the
+    caller asks for it, or (``only_if_squeezed``) when the earlier summary's essentials
+    would not fit otherwise."""
+
+    def __init__(
+        self, originals: Sequence[Message] | None, only_if_squeezed: bool, previous: str | None
+    ) -> None:
+        self.available = originals or None
+        self.originals = None if only_if_squeezed else self.available
+        self.previous = previous
+
+    def choose(
+        self, measured: Measured, policy: CompactionPolicy, pruning: Pruning, room: Room
+    ) -> Layout | Stop:
+        grounded = self.originals is not None
+        layout = choose_span(
+            measured, policy, pruning, room, previous=self.previous, grounded=grounded
+        )
+        squeezed = isinstance(layout, Stop) and layout.status == EARLIER_SUMMARY_TOO_LONG
+        if squeezed and self.available is not None and not grounded:
+            self.originals = self.available
+            return choose_span(measured, policy, pruning, room, previous=None, grounded=True)
+        return layout
+
+
+def _instead_of_failing(
+    stop: Stop, pruning: Pruning, policy: CompactionPolicy, *, force: bool
+) -> Stop:
+    """An automatic run whose summary cannot be made still prunes, when pruning alone
+    gets under the threshold and gains enough."""
+    if force or not pruning.gains or pruning.tokens_after >= policy.threshold_tokens:
+        return stop
+    return Stop(PRUNED_ONLY)
+
+
+def _pins_leave_no_useful_summary(
+    policy: CompactionPolicy, room: Room, layout: Layout, sources: Sources, shares: Shares
+) -> Stop | None:
+    """Pins that leave the summary less than a useful one (``budget.useful_summary``) fail
+    the compaction, when without them there would be room for it."""
+    pins = layout.tail.pin_tokens
+    if not pins:
+        return None
+    useful = useful_summary(policy, room, layout.need, stands_for(layout, sources))
+    if shares.room >= useful or layout.tail.room + pins < useful:
+        return None
+    return Stop(
+        PINS_TOO_LONG,
+        detail=f"the pinned messages ({pins} tokens) leave the summary {shares.room} tokens, "
+        f"less than a useful one ({useful} tokens)",
+    )
+
+
+def _target(policy: CompactionPolicy, tokens_after_prune: int, force: bool) -> int:
+    return policy.target_for(sharing_basis(policy, tokens_after_prune, force))
+
+
+def _stopped(
+    measured: Measured,
+    stop: Stop,
+    policy: CompactionPolicy,
+    pruning: Pruning | None = None,
+    *,
+    force: bool,
+) -> CompactionPlan:
+    """The plan of a run that ends before any summary: the pruned view (with its stubs)
+    for ``pruned_only``, else the input unchanged."""
     before = measured.tokens
     if stop.status == PRUNED_ONLY:
         assert pruning is not None
-        view = pruned_view(measured.messages, pruning.indexes)
-        return CompactionPlan(PRUNED_ONLY, before, pruning.tokens_after, view, pruning.indexes)
+        view = pruned_view(measured.messages, pruning.indexes, policy)
+        target = _target(policy, pruning.tokens_after, force)
+        return CompactionPlan(
+            PRUNED_ONLY,
+            before,
+            pruning.tokens_after,
+            view,
+            pruning.indexes,
+            target_tokens=target,
+            reaches_target=pruning.tokens_after <= target,
+        )
     return CompactionPlan(
         stop.status,
         before,
@@ -268,6 +397,7 @@ def _stopped(measured: Measured, stop: Stop, pruning: Pruning | None = None) -> 
         measured.messages,
         oversized_id=stop.oversized_id,
         detail=stop.detail,
+        target_tokens=_target(policy, pruning.tokens_after if pruning else before, force),
     )
 
 
@@ -278,7 +408,7 @@ def _compaction_plan(
     sources: Sources,
     shares: Shares,
     requests: RequestPlan,
-    framing: int,
+    room: Room,
 ) -> CompactionPlan:
     """The stages' figures as one plan (its fields are what callers and tests read)."""
     return CompactionPlan(
@@ -294,8 +424,12 @@ def _compaction_plan(
         middle_tokens=layout.middle_tokens,
         head_tokens=layout.head.tokens,
         tail_tokens=layout.tail.tokens,
-        framing_tokens=framing,
-        free_tokens=layout.tail.free,
+        framing_tokens=room.framing,
+        free_tokens=layout.tail.room,
+        share_tokens=shares.room,
+        target_tokens=room.target,
+        reaches_target=shares.reaches_target,
+        need_tokens=layout.need,
         pin_tokens=layout.tail.pin_tokens,
         pinned_indexes=layout.tail.pins,
         removed_indexes=layout.removed,
@@ -318,15 +452,18 @@ def _ids(messages: Sequence[Message]) -> tuple[int, ...]:
 def _unchanged(p: CompactionPlan, original: tuple[Message, ...], **extra: Any) -> CompactionResult:
     """A non-compacted outcome: the pruned view for ``pruned_only``, else the input."""
     changed = p.status == PRUNED_ONLY
+    after = p.tokens_after_prune if changed else p.tokens_before
     return CompactionResult(
         status=p.status,
         messages=p.messages if changed else original,
         tokens_before=p.tokens_before,
-        tokens_after=p.tokens_after_prune if changed else p.tokens_before,
+        tokens_after=after,
         pruned_ids=_ids([p.messages[i] for i in p.pruned_indexes]) if changed else (),
         language=p.language,
         oversized_id=p.oversized_id,
         detail=p.detail,
+        target_tokens=p.target_tokens,
+        reached_target=changed and after <= p.target_tokens,
         **extra,
     )
 
@@ -389,12 +526,14 @@ def compress(
     previous_summary: str | None = None,
     original_contents: Mapping[int, str] | None = None,
     regrounding_originals: Sequence[Message] | None = None,
+    reground_only_if_squeezed: bool = False,
 ) -> CompactionResult:
     """Run the four phases (see ``plan`` for the keyword arguments).
 
-    ``summarize`` returns a str or a ``SummaryReply``; a rejected answer is asked for once
-    more, then ``SummaryRejected`` (``SummaryTooShort`` for the too-short kinds) is
-    raised. Exceptions raised by ``summarize`` propagate unchanged.
+    ``summarize`` returns a str or a ``SummaryReply``; the first rejected answer of the
+    compaction is asked for once more, and any further rejection raises
+    ``SummaryRejected`` (``SummaryTooShort`` for the too-short kinds). Exceptions raised by
+    ``summarize`` propagate unchanged.
     """
     original = tuple(messages)
     p = plan(
@@ -405,6 +544,7 @@ def compress(
         focus=focus,
         original_contents=original_contents,
         regrounding_originals=regrounding_originals,
+        reground_only_if_squeezed=reground_only_if_squeezed,
     )
     if p.status != COMPACTED:
         return _unchanged(p, original)
@@ -418,7 +558,21 @@ def compress(
             SUMMARY_OVER_BUDGET, f"the compacted context ({after} tokens) is over the threshold"
         )
     if after > p.tokens_after_prune:  # no better than pruning alone (a forced run)
-        return _no_better_than_pruning(p, original, run)
+        return _no_better_than_pruning(p, original, run, policy)
+    return _compacted(original, p, run, summary, anchors, (assembled, dropped, after))
+
+
+def _compacted(
+    original: tuple[Message, ...],
+    p: CompactionPlan,
+    run: RunResult,
+    summary: Message,
+    anchors: Anchors,
+    view: tuple[list[Message], list[Message], int],
+) -> CompactionResult:
+    """A compacted outcome: ``view`` is the assembled context, the orphans its pairing
+    repair dropped, and its tokens."""
+    assembled, dropped, after = view
     return CompactionResult(
         status=COMPACTED,
         messages=tuple(assembled),
@@ -433,6 +587,9 @@ def compress(
         folded_summary_ids=_ids([original[i] for i in p.folded_indexes]),
         regrounded=p.regrounded,
         index_entries=p.index_entries,
+        target_tokens=p.target_tokens,
+        reached_target=after <= p.target_tokens,
+        discarded_requests=run.discarded,
         **_run_figures(p, run),
     )
 
@@ -447,7 +604,7 @@ def _fits_room(p: CompactionPlan, policy: CompactionPolicy) -> FinalCheck:
             return None
         return SUMMARY_OVER_BUDGET, (
             f"the summary ({tokens} tokens) does not fit the "
-            f"{p.free_tokens} tokens left under the threshold"
+            f"{p.free_tokens} tokens it may take under the threshold"
         )
 
     return fits
@@ -464,12 +621,12 @@ def _summary_message(
     anchors = select_anchors(
         original,
         p.anchor_candidates,
-        anchor_room(p.free_tokens, used, p.anchor_budget),
+        anchor_room(p.share_tokens, used, p.anchor_budget),
         chars_per_token=cpt,
         language=p.language,
         estimates=p.estimates,
     )
-    room = index_room(p.free_tokens, used, anchors.tokens)
+    room = index_room(p.share_tokens, used, anchors.tokens)
     if room >= p.index_budget:
         index_text = p.index_text
     else:  # a summary longer than its budget: the index gives way
@@ -490,21 +647,29 @@ def _run_figures(p: CompactionPlan, run: RunResult) -> dict[str, Any]:
 
 
 def _no_better_than_pruning(
-    p: CompactionPlan, original: tuple[Message, ...], run: RunResult
+    p: CompactionPlan, original: tuple[Message, ...], run: RunResult, policy: CompactionPolicy
 ) -> CompactionResult:
-    """A forced run whose compacted context is larger than pruning alone: pruning, if it
-    prunes anything, else no gain (the requests sent are still reported)."""
+    """A compacted context larger than pruning alone (the plan's ceiling makes this
+    impossible; kept as the last guard): pruning, if it prunes anything, else no gain —
+    every request sent is reported, and counted discarded."""
     if p.pruned_indexes:
         outcome = CompactionPlan(
             PRUNED_ONLY,
             p.tokens_before,
             p.tokens_after_prune,
-            pruned_view(original, p.pruned_indexes),
+            pruned_view(original, p.pruned_indexes, policy),
             p.pruned_indexes,
             language=p.language,
+            target_tokens=p.target_tokens,
         )
     else:
         outcome = CompactionPlan(
-            NO_GAIN, p.tokens_before, p.tokens_before, original, language=p.language
+            NO_GAIN,
+            p.tokens_before,
+            p.tokens_before,
+            original,
+            language=p.language,
+            target_tokens=p.target_tokens,
         )
-    return _unchanged(outcome, original, **_run_figures(p, run))
+    figures = _run_figures(p, run)
+    return _unchanged(outcome, original, discarded_requests=len(run.requests), **figures)

@@ -16,6 +16,11 @@ NO_GAIN = "no_gain"
 HEAD_TOO_LONG = "head_too_long"
 TAIL_TOO_LONG = "tail_too_long"
 PINS_TOO_LONG = "pins_too_long"
+# issue 25: what is kept fits under the threshold, but not with the smallest summary worth
+# a model call (was reported as head_too_long)
+NO_ROOM_FOR_SUMMARY = "no_room_for_summary"
+# issue 25: an earlier summary would be folded into less room than its own essentials
+EARLIER_SUMMARY_TOO_LONG = "earlier_summary_too_long"
 CHANGED_STATUSES = frozenset({COMPACTED, PRUNED_ONLY})
 # history unchanged, and the user is told why (UNDER_THRESHOLD is a skip, not a failure)
 FAILURE_STATUSES = frozenset(
@@ -27,5 +32,7 @@ FAILURE_STATUSES = frozenset(
         HEAD_TOO_LONG,
         TAIL_TOO_LONG,
         PINS_TOO_LONG,
+        NO_ROOM_FOR_SUMMARY,
+        EARLIER_SUMMARY_TOO_LONG,
     }
 )

@@ -176,6 +176,8 @@ RETRY_NOTES: dict[str, dict[str, str]] = {
         "long": "\n你上一次的回答太长。请写一份更简洁的摘要，最多约 {target} tokens。",
         "cut": "\n你上一次的回答被输出长度上限截断了。请写一份更短的摘要，最多约 {target} tokens。",
         "empty": "\n你上一次的回答没有摘要正文。请直接回答摘要正文，不要调用工具。",
+        "structure": "\n你上一次的回答不是摘要。请直接写出交接摘要本身，按上面结构的各个部分，"
+        "填入对话中的具体细节；不要寒暄、评论或拒绝。",
     },
     "en": {
         "short": "\nYour previous answer was too short. Fill in every section with the concrete "
@@ -186,6 +188,9 @@ RETRY_NOTES: dict[str, dict[str, str]] = {
         "of about {target} tokens at most.",
         "empty": "\nYour previous answer had no summary text. Answer with the summary text "
         "itself; do not call tools.",
+        "structure": "\nYour previous answer was not the summary. Write the hand-off summary "
+        "itself, in the sections of the structure above, with the concrete details of the "
+        "turns; no greeting, comment or refusal.",
     },
 }
 
@@ -298,7 +303,8 @@ def merge_prompt(
 
 
 def retry_note(kind: str, language: Language, target: int) -> str:
-    """What a second request adds after a rejected answer (``kind``: short/long/cut/empty)."""
+    """What a second request adds after a rejected answer (``kind``: short, long, cut,
+    empty, or structure for an answer that is not a summary)."""
     return RETRY_NOTES[template_language(language)][kind].format(target=target)
 
 

@@ -13,9 +13,18 @@ otherwise. A compaction re-grounds when the deepest summary it folds has depth
 originals are too many to read at a reasonable cost (``REGROUND_MAX_TOKENS``, about 16
 requests to a 128k auxiliary model, 4 rounds at 4 at a time); then the chain goes on and
 is re-grounded by a later compaction only if the agent asks for it.
+
+Issue 25: a compaction that only pruned (or found no gain) resets the depth to 1: the
+summary it left in place counts as freshly grounded, so a chain whose summary could not
+be improved does not re-ground — reading every original again — on every later
+``/compact``. The core itself re-grounds only when that takes at most
+``policy.reground_max_requests`` requests, and (``reground_only_if_squeezed``) when an
+earlier summary would otherwise be folded into less room than its own essentials.
 """
 
 from __future__ import annotations
+
+from condense.outcomes import COMPACTED
 
 REGROUND_DEPTH = 3
 REGROUND_MAX_TOKENS = 2_000_000
@@ -39,6 +48,10 @@ def should_reground(
     return always or chain_depth >= REGROUND_DEPTH
 
 
-def next_chain_depth(folded_depth: int, *, regrounded: bool) -> int:
-    """The chain depth of the summary a compaction writes (``folded_depth``: as above)."""
+def next_chain_depth(folded_depth: int, *, regrounded: bool, status: str = COMPACTED) -> int:
+    """The chain depth after a compaction (``folded_depth``: as above): the depth of the
+    summary it writes, or — when it wrote none (``status`` other than compacted) — the
+    depth the visible summary counts as from then on: reset to 1 (0: there is none)."""
+    if status != COMPACTED:
+        return min(folded_depth, 1)
     return 1 if regrounded or folded_depth <= 0 else folded_depth + 1

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from condense.boundaries import Span
-from condense.outcomes import NOTHING_TO_COMPACT, PRUNED_ONLY
+from condense.outcomes import NO_GAIN, NOTHING_TO_COMPACT, PRUNED_ONLY
 from condense.types import Message
 
 
@@ -36,16 +36,22 @@ class Stop:
 
 @dataclass(frozen=True, slots=True)
 class Pruning:
-    """Phase 1: the old tool outputs the placeholder replaces, and what is left."""
+    """Phase 1: the old tool outputs their stubs replace, and what is left."""
 
     pinned: tuple[int, ...]  # pinned messages and their tool groups: never pruned
     indexes: tuple[int, ...]
-    placeholder: int  # a pruned output's tokens
+    stub_tokens: dict[int, int]  # each pruned output's tokens as its stub
     tokens_after: int
+    gains: bool  # it saves the policy's minimum gain (``min_gain_percent``)
 
     def or_nothing(self) -> Stop:
-        """When no summary can be made: pruning, if it changes anything."""
-        return Stop(PRUNED_ONLY if self.indexes else NOTHING_TO_COMPACT)
+        """When no summary can be made: pruning, if it gains enough."""
+        return Stop(PRUNED_ONLY if self.gains else NOTHING_TO_COMPACT)
+
+    def or_no_gain(self) -> Stop:
+        """When a summary cannot gain enough (decided before any request): pruning, if it
+        gains enough itself, else no gain."""
+        return Stop(PRUNED_ONLY if self.gains else NO_GAIN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +82,9 @@ class Tail:
     dropped: list[int]  # orphan tool results: they leave, and are summarized
     pins: tuple[int, ...]  # pinned messages of the span (and their tool groups)
     pin_tokens: int  # as they stay (a call whose result never came gets a placeholder)
-    free: int  # ``budget.Room.free``: what summary, anchors and index share
+    free: int  # ``budget.Room.free``: the room under the threshold
+    room: int  # ``budget.Room.usable``: the most summary, anchors and index may take
+    goal: int  # ``budget.Room.toward_target``: what they share when the target is reached
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +99,7 @@ class Layout:
     removed: tuple[int, ...]  # what leaves the context (before anchors), sorted
     middle_tokens: int  # the span less its pins
     folded_outside_tokens: int  # the folded summaries outside the span
+    need: int  # the smallest summary worth its request (``budget.summary_need``)
 
     def leaving(self, messages: Sequence[Message]) -> list[Message]:
         """The originals that leave besides the folded summaries, in order: the head's

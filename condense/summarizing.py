@@ -9,8 +9,15 @@ concurrently instead (at most ``policy.summary_concurrency`` at a time, each wit
 summary if any (merging in rounds when they do not fit one request). Results keep the
 conversation's order whatever order the answers arrive in.
 
-Every answer is checked (``checks.rejection``); a rejected one is asked for once more
-with a note saying what was wrong, and a second rejection raises ``SummaryRejected``.
+Every answer is checked (``checks.rejection``). The first rejected answer of a
+compaction is asked for once more with a note saying what was wrong; any further
+rejection, of that request or another, raises ``SummaryRejected``: at most one answer is
+thrown away per compaction (issue 25), counted in ``RunResult.discarded``.
+
+Issue 25, never starve: a part's budget is sized from the parts there really are, so that
+all of them together fill what the final merge can read (and at least its budget), and a
+merge asks for what its inputs hold (up to its budget), not half of it — the final
+merge keeps what the parts kept.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
 from condense.checks import (
+    NOT_A_SUMMARY_REASONS,
     SUMMARY_CUT_OFF,
     SUMMARY_LONGER_THAN_INPUT,
     SUMMARY_OVER_BUDGET,
@@ -56,6 +64,7 @@ _NOTE = {
     SUMMARY_LONGER_THAN_INPUT: "long",
     SUMMARY_OVER_BUDGET: "long",
     SUMMARY_TOO_SHORT: "short",
+    **dict.fromkeys(NOT_A_SUMMARY_REASONS, "structure"),
 }
 _PART_HEADING_TOKENS = 16
 _MARGIN_TOKENS = 200  # a retry note and rounding
@@ -132,6 +141,7 @@ class RunResult:
     requests: list[SummaryRequest] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    discarded: int = 0  # answers thrown away and asked for again (at most one)
 
 
 def target_tokens(max_output: int, input_tokens: int, carried: int = 0) -> int:
@@ -139,6 +149,13 @@ def target_tokens(max_output: int, input_tokens: int, carried: int = 0) -> int:
     rejected) but at least 256 tokens (or the whole input when shorter), never less than
     what an update carries over, within the output limit."""
     return min(max_output, max(min(256, input_tokens), input_tokens // 2, carried))
+
+
+def merge_target(max_output: int, input_tokens: int) -> int:
+    """What a merge asks for: what its partial summaries (and the previous summary) hold,
+    within the output limit — they are summaries already, and halving them again is
+    where a long middle's facts died (issue 25)."""
+    return min(max_output, max(min(256, input_tokens), input_tokens))
 
 
 def _bounds(totals: Sequence[int], room: int) -> list[tuple[int, int]]:
@@ -228,22 +245,56 @@ def plan_requests(
         cpt,
     )
     merge_room = policy.input_budget(budget) - merge_template - _MARGIN_TOKENS
-    part_budget = min(budget, max(policy.summary_floor_tokens, 2 * budget // count))
-    # a merge request takes at least two partial summaries: they must fit it together
-    part_budget = max(1, min(part_budget, merge_room // 2 - _PART_HEADING_TOKENS))
-    part_template = conservative_tokens(
-        part_prompt("", part=1, parts=1, budget=part_budget, language=language, focus=focus), cpt
+    parts, tokens, part_budget = _parts(
+        chunker, count, budget=budget, merge_room=merge_room, language=language, focus=focus
     )
-    part_room = policy.input_budget(part_budget) - part_template - _MARGIN_TOKENS
-    parts, tokens = chunker.chunks(max(500, part_room))
     if len(parts) < 2:  # only carrying the previous summary made it several chunks
         return sequential()
     batch = max(2, merge_room // (part_budget + _PART_HEADING_TOKENS))
     return RequestPlan(parts, tokens, previous, budget, language, focus, True, part_budget, batch)
 
 
+def _parts(
+    chunker: _Chunker,
+    count: int,
+    *,
+    budget: int,
+    merge_room: int,
+    language: Language,
+    focus: str | None,
+) -> tuple[tuple[tuple[str, ...], ...], tuple[int, ...], int]:
+    """The parts of a long middle and their budget: what lets the final merge hold what
+    the parts hold — the parts there are share what one merge request reads (at most the
+    final budget each, at least the floor). A larger part budget leaves each part less to
+    read, so more parts: the budget is the largest that its own parts can share (found by
+    bisection; the floor always can)."""
+    policy, cpt = chunker.policy, chunker.policy.chars_per_token
+
+    def share(parts: int) -> int:
+        each = merge_room // max(2, parts) - _PART_HEADING_TOKENS
+        return max(1, min(budget, max(policy.summary_floor_tokens, each)))
+
+    def room(part_budget: int) -> int:
+        template = conservative_tokens(
+            part_prompt("", part=1, parts=1, budget=part_budget, language=language, focus=focus),
+            cpt,
+        )
+        return max(500, policy.input_budget(part_budget) - template - _MARGIN_TOKENS)
+
+    low, high = min(budget, share(count)), budget
+    while low < high:  # share(parts at a budget) only falls as the budget grows
+        middle = (low + high + 1) // 2
+        if share(chunker.count(room(middle))) >= middle:
+            low = middle
+        else:
+            high = middle - 1
+    parts, tokens = chunker.chunks(room(low))
+    return parts, tokens, low
+
+
 class _Runner:
-    """Sends one plan's requests; ``ask`` checks an answer and retries it once."""
+    """Sends one plan's requests; ``ask`` checks an answer and retries it — the first
+    rejected answer of the whole run only (``retry_left``, shared by every request)."""
 
     def __init__(
         self, rp: RequestPlan, summarize: Summarize, policy: CompactionPolicy, final: FinalCheck
@@ -252,12 +303,21 @@ class _Runner:
         self.summarize = summarize
         self.policy = policy
         self.final = final
+        self.retry_left = 1
+        self.lock = threading.Lock()
+
+    def _take_retry(self) -> bool:
+        with self.lock:
+            if not self.retry_left:
+                return False
+            self.retry_left -= 1
+            return True
 
     def ask(
         self, request: SummaryRequest, *, input_chars: int, input_tokens: int, last: bool
     ) -> RunResult:
         run = RunResult("")
-        for attempt in (0, 1):
+        while True:
             reply = as_reply(self.summarize(request))
             run.requests.append(replace(request, prompt=""))  # the prompt is not kept
             run.input_tokens += reply.input_tokens or 0
@@ -268,30 +328,34 @@ class _Runner:
                 text,
                 max_output_tokens=request.max_output_tokens,
                 input_chars=input_chars,
-                policy_floor=self.policy.min_summary_chars,
+                input_tokens=input_tokens,
+                policy_floor=self.policy.min_summary_tokens,
             )
             if problem is None and last:
                 problem = self.final(text)
             if problem is None:
                 run.text = text
                 return run
-            if attempt:
+            if request.attempt or not self._take_retry():
                 raise rejected(*problem)
-            reason = problem[0]
-            target = request.target_tokens
-            if reason in (SUMMARY_CUT_OFF, SUMMARY_OVER_BUDGET):
-                target = max(1, target // 2)
-            elif reason == SUMMARY_LONGER_THAN_INPUT:
-                # the check counts characters: never ask for more tokens than the input
-                # has characters at the policy's rate (CJK input counts a token a
-                # character in input_tokens, so a third of those can still be too long)
-                cpt = self.policy.chars_per_token
-                target = max(1, min(target, input_tokens // 3, input_chars // cpt))
-            note = retry_note(_NOTE.get(reason, "empty"), self.rp.language, target)
-            request = replace(
-                request, prompt=request.prompt + note, attempt=1, target_tokens=target
-            )
-        raise AssertionError("unreachable")
+            run.discarded += 1
+            request = self._again(request, problem[0], input_chars, input_tokens)
+
+    def _again(
+        self, request: SummaryRequest, reason: str, input_chars: int, input_tokens: int
+    ) -> SummaryRequest:
+        """The request once more, with a note saying what was wrong with its answer."""
+        target = request.target_tokens
+        if reason in (SUMMARY_CUT_OFF, SUMMARY_OVER_BUDGET):
+            target = max(1, target // 2)
+        elif reason == SUMMARY_LONGER_THAN_INPUT:
+            # the check counts characters: never ask for more tokens than the input
+            # has characters at the policy's rate (CJK input counts a token a
+            # character in input_tokens, so a third of those can still be too long)
+            cpt = self.policy.chars_per_token
+            target = max(1, min(target, input_tokens // 3, input_chars // cpt))
+        note = retry_note(_NOTE.get(reason, "empty"), self.rp.language, target)
+        return replace(request, prompt=request.prompt + note, attempt=1, target_tokens=target)
 
     def map(self, jobs: Sequence[Callable[[], RunResult]]) -> list[RunResult]:
         """Run ``jobs`` at most ``summary_concurrency`` at a time, the calling thread one of
@@ -419,6 +483,7 @@ def _add(total: RunResult, run: RunResult) -> None:
     total.requests.extend(run.requests)
     total.input_tokens += run.input_tokens
     total.output_tokens += run.output_tokens
+    total.discarded += run.discarded
 
 
 def _parallel(runner: _Runner) -> RunResult:
@@ -499,7 +564,7 @@ def _merge_job(
     carried = conservative_tokens(previous, cpt) if previous else 0
     input_tokens = sum(conservative_tokens(t, cpt) for t in texts) + carried
     budget = rp.budget if final else rp.part_budget
-    target = target_tokens(budget, input_tokens, carried)
+    target = merge_target(budget, input_tokens)
     request = SummaryRequest(
         prompt=merge_prompt(
             texts,

@@ -94,9 +94,11 @@ def test_a_last_group_too_large_for_any_summary_fails_with_a_reason() -> None:
     assert result.messages == tuple(messages)
 
 
-def test_a_forced_compaction_that_saves_nothing_returns_the_pruned_view() -> None:
-    """A summary no smaller than the middle: the context pruning alone makes is returned
-    (it is smaller than the input), not the unpruned original."""
+def test_a_forced_compaction_that_cannot_beat_pruning_prunes_without_a_request() -> None:
+    """Issue 25: a summary that could not leave less than pruning alone (less the minimum
+    gain) is decided before any request: the context pruning alone makes is returned (it
+    is smaller than the input, each pruned output a stub), not the unpruned original, and
+    the model is never called (it used to be called, its answer thrown away)."""
     policy = CompactionPolicy(context_window=20_000, protect_first_n=1, min_tail_messages=1)
     messages = [
         Message("system", "s", id=1),
@@ -110,28 +112,33 @@ def test_a_forced_compaction_that_saves_nothing_returns_the_pruned_view() -> Non
     p = plan(messages, policy, force=True)
     assert p.pruned_indexes == (3,)
 
+    asked: list[SummaryRequest] = []
+
     def verbose(request: SummaryRequest) -> str:  # as long as the request allows
+        asked.append(request)
         return ("## Goal\n" + "- a detail worth keeping\n" * 2_000)[: request.target_tokens * 4]
 
     result = compress(messages, policy, verbose, force=True)
     assert result.status == PRUNED_ONLY, result.status
+    assert not asked and not result.requests and result.discarded_requests == 0
     assert result.pruned_ids == (4,)
-    assert result.messages[3].content == PRUNED_TOOL_PLACEHOLDER
+    assert result.messages[3].content == f"{PRUNED_TOOL_PLACEHOLDER} read_file #4"
     assert result.tokens_after == p.tokens_after_prune < result.tokens_before
 
     nothing_to_prune = [m for m in messages if m.id not in (3, 4)]
     assert compress(nothing_to_prune, policy, verbose, force=True).status == NO_GAIN
+    assert not asked
 
 
 def test_the_newest_middle_user_messages_stay_verbatim_within_their_budget() -> None:
-    """Anchors: newest first, whole while they fit min(20,000, 10% of the threshold); the
+    """Anchors: newest first, whole while they fit min(20,000, 10% of the target); the
     first that does not fit is cut in the middle into the summary message; older ones are
     summarized. They count against the threshold and never split a tool pair."""
     policy = CompactionPolicy(context_window=32_000)
     messages = conversation(60, user_chars=1_200, tool_chars=150)  # users of 310 tokens
     result = compress(messages, policy, FullBudget())
     assert result.status == COMPACTED and result.span is not None
-    budget = min(20_000, policy.threshold_tokens // 10)  # 2,240
+    budget = min(20_000, policy.target_tokens // 10)  # 10% of 60% of 22,400: 1,344
     middle_users = [m for m in messages[result.span.start : result.span.end] if m.role == "user"]
     kept = [m for m in middle_users if m.id in result.anchored_ids]
     assert kept == middle_users[-len(kept) :], "the newest ones"
@@ -154,5 +161,7 @@ def test_the_newest_middle_user_messages_stay_verbatim_within_their_budget() -> 
 
 
 def test_the_anchor_budget_follows_the_window() -> None:
-    for window, expected in [(8_000, 560), (32_000, 2_240), (128_000, 8_960), (400_000, 20_000)]:
+    """A tenth of the target (60% of the threshold), at most 20,000 tokens (issue 25: it
+    was a tenth of the threshold)."""
+    for window, expected in [(8_000, 336), (32_000, 1_344), (128_000, 5_376), (800_000, 20_000)]:
         assert CompactionPolicy(context_window=window).user_anchor_budget == expected

@@ -5,7 +5,8 @@ scripted summaries the auxiliary model returns (in request order, a rejected ans
 retry included), and the expected outcome (or the rejection it raises, with its reason). The expected values were worked out by hand from the spec
 (the arithmetic is in each case's ``why``), not dumped from the code.
 
-Expected messages: ``role`` always; ``id`` (null for messages the core creates);
+Issue 25's figures (``target_tokens``, ``reached_target``, ``discarded_requests``) are
+checked when a case gives them. Expected messages: ``role`` always; ``id`` (null for messages the core creates);
 when an input id is given with no content key, the message must equal the input
 message with that id (verbatim). ``content`` / ``content_prefix`` /
 ``content_contains`` / ``tool_calls`` (ids) / ``tool_call_id`` / ``is_summary``
@@ -57,6 +58,9 @@ EXPECT_KEYS = {
     "requests",
     "max_request_tokens",
     "chunk_markers",
+    "target_tokens",
+    "reached_target",
+    "discarded_requests",
 }
 MESSAGE_KEYS = {
     "role",
@@ -179,6 +183,9 @@ def test_golden(path: Path) -> None:
         assert sorted(result.pruned_ids) == sorted(expect.get("pruned_ids", []))
         assert result.oversized_id == expect.get("oversized_id")
         assert len(model.requests) == len(model.summaries), "every scripted summary is used"
+        for key in ("target_tokens", "reached_target", "discarded_requests"):  # issue 25
+            if key in expect:
+                assert getattr(result, key) == expect[key], key
 
     expected_requests = expect.get("requests", [])
     assert len(model.requests) == len(expected_requests)

@@ -86,7 +86,9 @@ def test_the_russian_transcript_is_summarized_in_russian() -> None:
     for request in requests:
         assert request.language == "ru"
         assert "Write the summary in Russian, the language the user writes in" in request.prompt
-        assert request.prompt.startswith(("Create a structured", "Merge the partial"))
+        assert request.prompt.startswith(
+            ("Create a structured", "Merge the partial", "You are updating")
+        )
 
 
 @pytest.mark.parametrize(("language", "template"), [("zh", "为后续助手"), ("en", "Create a")])

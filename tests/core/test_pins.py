@@ -157,7 +157,8 @@ def test_pruning_never_replaces_a_pinned_tool_output() -> None:
     assert by_id(result.messages, 24) == by_id(messages, 24)
     assert by_id(result.messages, 64) == by_id(messages, 64)
     assert 24 not in result.pruned_ids and 64 not in result.pruned_ids
-    assert by_id(result.messages, 28).content == PRUNED_TOOL_PLACEHOLDER, "an unpinned one is"
+    stub = by_id(result.messages, 28).content
+    assert stub == f"{PRUNED_TOOL_PLACEHOLDER} read_file #28", "an unpinned one is"
 
 
 def test_the_summarizer_does_not_read_the_pins_which_stay() -> None:
