@@ -38,6 +38,7 @@ AGENT_FIELDS = (
     "compaction_strategy",
     "compaction_threshold_percent",
     "compaction_protect_first_n",
+    "compaction_target_percent",
     "compaction_reground",
     "search_history_enabled",
     "compaction_notes",  # issue 18 item 5

@@ -16,6 +16,9 @@ from agents.validation import (  # the limits live with their rules; imported fr
     PROTECT_FIRST_N_DEFAULT,
     PROTECT_FIRST_N_MAX,
     PROTECT_FIRST_N_MIN,
+    TARGET_PERCENT_DEFAULT,
+    TARGET_PERCENT_MAX,
+    TARGET_PERCENT_MIN,
     THRESHOLD_PERCENT_DEFAULT,
     THRESHOLD_PERCENT_MAX,
     THRESHOLD_PERCENT_MIN,
@@ -150,6 +153,10 @@ class Agent(models.Model):
     compaction_protect_first_n = models.PositiveSmallIntegerField(
         _("protected head messages"), default=PROTECT_FIRST_N_DEFAULT
     )
+    # Issue 25: where a compaction lands, as a percent of the threshold (room to go on)
+    compaction_target_percent = models.PositiveSmallIntegerField(
+        _("compaction target (percent of the threshold)"), default=TARGET_PERCENT_DEFAULT
+    )
     # Rebuild every summary from the kept originals instead of from the previous summary
     # (condense.regrounding; done anyway once the chain of summaries is deep).
     compaction_reground = models.BooleanField(
@@ -222,6 +229,11 @@ class Agent(models.Model):
                 name="agent_protect_first_n_1_10",
             ),
             models.CheckConstraint(
+                condition=Q(compaction_target_percent__gte=TARGET_PERCENT_MIN)
+                & Q(compaction_target_percent__lte=TARGET_PERCENT_MAX),
+                name="agent_target_percent_20_90",
+            ),
+            models.CheckConstraint(
                 condition=Q(compaction_strategy__in=[s.value for s in CompactionStrategy]),
                 name="agent_strategy_valid",
             ),
@@ -254,6 +266,10 @@ class Agent(models.Model):
                 "compaction_token_cap": (
                     validation.validate_token_cap,
                     self.compaction_token_cap,
+                ),
+                "compaction_target_percent": (
+                    validation.validate_target_percent,
+                    self.compaction_target_percent,
                 ),
             }
         )
@@ -433,6 +449,10 @@ class CompactionRecord(models.Model):
     started_at = models.DateTimeField(_("started at"))
     instructions = models.TextField(_("instructions"), blank=True)
     up_to_message_id = models.PositiveBigIntegerField(null=True, blank=True)
+    # issue 25: where the view should have landed, whether it did, answers asked for again
+    target_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reached_target = models.BooleanField(null=True, blank=True)
+    discarded_requests = models.PositiveSmallIntegerField(default=0)
     # the REST call that waits for this compaction, whichever process runs it (issue 24)
     request_id = models.CharField(max_length=36, blank=True, db_index=True)
     undone_at = models.DateTimeField(_("undone at"), null=True, blank=True)

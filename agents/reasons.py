@@ -74,6 +74,20 @@ REASONS: dict[str, Reason] = {
             "threshold; split them or start a new chat"
         ),
     ),
+    "no_room_for_summary": Reason(
+        "compaction",
+        _(
+            "What must be kept leaves no room for a summary worth writing under the "
+            'threshold; unpin messages, lower "protected head messages" or start a new chat'
+        ),
+    ),
+    "earlier_summary_too_long": Reason(
+        "compaction",
+        _(
+            "The earlier summary is too long to fold into the room left; undo a compaction "
+            "or start a new chat"
+        ),
+    ),
     "summary_cut_off": Reason(
         "compaction",
         _("The summary was cut off by the auxiliary model's output limit, twice"),
@@ -87,6 +101,24 @@ REASONS: dict[str, Reason] = {
     "summary_reasoning_only": Reason(
         "compaction",
         _("The auxiliary model returned only reasoning, no summary, twice"),
+        http_status=502,
+    ),
+    "summary_chat_reply": Reason(
+        "compaction",
+        _("The auxiliary model answered the conversation instead of summarizing it, twice"),
+        http_status=502,
+    ),
+    "summary_refused": Reason(
+        "compaction", _("The auxiliary model refused to write the summary, twice"), http_status=502
+    ),
+    "summary_meta_answer": Reason(
+        "compaction",
+        _("The auxiliary model wrote about the task instead of the summary, twice"),
+        http_status=502,
+    ),
+    "summary_missing_sections": Reason(
+        "compaction",
+        _("The summary came back without the sections a hand-off needs, twice"),
         http_status=502,
     ),
     "summary_empty": Reason("compaction", _("The summary came back empty, twice"), http_status=502),

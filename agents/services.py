@@ -361,6 +361,23 @@ def summary_rewrite(*, summary: Message, content: str, edited_at: Any) -> None:
     summary.save(update_fields=["content", "token_estimate", "metadata"])
 
 
+def summary_chain_depth_cap(*, session: ChatSession, depth: int) -> int:
+    """The visible summaries count as at most ``depth`` rewrites deep from now on (issue
+    25: a compaction that could not improve the summary leaves it as freshly grounded, so
+    later ones do not re-read every original each time). Returns how many changed."""
+    changed = 0
+    summaries = Message.objects.filter(
+        session=session, is_compaction_summary=True, compacted_at__isnull=True
+    )
+    for summary in summaries.only("pk", "metadata"):
+        metadata = summary.metadata or {}
+        if int(metadata.get("chainDepth", 1)) > depth:
+            summary.metadata = {**metadata, "chainDepth": depth}
+            summary.save(update_fields=["metadata"])
+            changed += 1
+    return changed
+
+
 def compaction_revert(
     *,
     session: ChatSession,
@@ -410,13 +427,24 @@ class CompactionApplied:
     removed_count: int
 
 
+def _by_estimate(ids: Sequence[int], estimates: int | Mapping[int, int]) -> dict[int, list[int]]:
+    """The pruned ids grouped by their stub's estimate: stubs differ only by the tool's
+    name and the id's digits, so a handful of updates mark tens of thousands."""
+    if isinstance(estimates, int):
+        return {estimates: list(ids)} if ids else {}
+    groups: dict[int, list[int]] = {}
+    for pk in ids:
+        groups.setdefault(estimates[pk], []).append(pk)
+    return groups
+
+
 def compaction_apply(
     *,
     session: ChatSession,
     compacted_ids: Sequence[int],
     pruned_ids: Sequence[int],
     summary_content: str | None,
-    pruned_token_estimate: int,
+    pruned_token_estimate: int | Mapping[int, int],
     event_content: str,
     event_payload: dict[str, Any],
     summary_metadata: dict[str, Any] | None = None,
@@ -469,10 +497,11 @@ def compaction_apply(
                 Message.objects.filter(pk__in=batch).update(
                     compacted_at=now, compacted_into=summary
                 )
-        for batch in id_batches(pruned_ids):
-            Message.objects.filter(pk__in=batch, pruned_at__isnull=True).update(
-                pruned_at=now, token_estimate=pruned_token_estimate
-            )
+        for estimate, ids in _by_estimate(pruned_ids, pruned_token_estimate).items():
+            for batch in id_batches(ids):
+                Message.objects.filter(pk__in=batch, pruned_at__isnull=True).update(
+                    pruned_at=now, token_estimate=estimate
+                )
         event_position = next_positions()
         event = Message.objects.create(
             session=locked,

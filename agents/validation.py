@@ -21,6 +21,8 @@ from django.utils.translation import gettext_lazy as _
 THRESHOLD_PERCENT_MIN, THRESHOLD_PERCENT_MAX, THRESHOLD_PERCENT_STEP = 30, 95, 5
 THRESHOLD_PERCENT_DEFAULT = 70
 PROTECT_FIRST_N_MIN, PROTECT_FIRST_N_MAX, PROTECT_FIRST_N_DEFAULT = 1, 10, 3
+# Issue 25: where the compacted view lands, as a percent of the threshold (headroom)
+TARGET_PERCENT_MIN, TARGET_PERCENT_MAX, TARGET_PERCENT_DEFAULT = 20, 90, 60
 # The smallest context window a channel may declare: below it no system prompt, message and
 # answer fit, and the compaction threshold would be a handful of tokens.
 CONTEXT_WINDOW_MIN = 1024
@@ -36,6 +38,11 @@ PROTECT_RANGE = format_lazy(
     _("The protected head must be between {low} and {high} messages."),
     low=PROTECT_FIRST_N_MIN,
     high=PROTECT_FIRST_N_MAX,
+)
+TARGET_RANGE = format_lazy(
+    _("The compaction target must be between {low}% and {high}% of the threshold."),
+    low=TARGET_PERCENT_MIN,
+    high=TARGET_PERCENT_MAX,
 )
 CONTEXT_WINDOW_TOO_SMALL = format_lazy(
     _("The context window must be at least {low} tokens (or blank for the model's own)."),
@@ -70,6 +77,11 @@ def validate_threshold_step(value: int | None) -> None:
 def validate_protect_first_n(value: int | None) -> None:
     if value is not None and not PROTECT_FIRST_N_MIN <= value <= PROTECT_FIRST_N_MAX:
         raise ValidationError(PROTECT_RANGE, code="range")
+
+
+def validate_target_percent(value: int | None) -> None:
+    if value is not None and not TARGET_PERCENT_MIN <= value <= TARGET_PERCENT_MAX:
+        raise ValidationError(TARGET_RANGE, code="range")
 
 
 def validate_context_window(value: int | None) -> None:

@@ -13,11 +13,11 @@ from agents.models import Message as StoredMessage
 from agents.selectors import history_queryset, llm_history_load
 from compaction.continuity import answered_since, continuity_message, newest_summary_index
 from condense import (
-    PRUNED_TOOL_PLACEHOLDER,
     CompactionPolicy,
     Message,
     core_role,
     estimate_messages,
+    pruned_stub,
     repair_tool_pairing,
     tool_calls_from_json,
 )
@@ -29,9 +29,16 @@ MAX_CALIBRATION = 4.0
 UP_TO_TAIL_RATIO = 1e-9
 
 
-def to_core_message(stored: StoredMessage) -> Message:
+def to_core_message(stored: StoredMessage, *, recall_hint: bool = False) -> Message:
+    """A pruned tool output reads as its stub (issue 25): the placeholder, the tool, the
+    message id and — ``recall_hint``: the agent has the recall tools — where the original is."""
     calls = tool_calls_from_json(stored.tool_calls or ())
-    content = PRUNED_TOOL_PLACEHOLDER if stored.pruned_at is not None else stored.content
+    content = stored.content
+    if stored.pruned_at is not None:
+        tool_name = (stored.metadata or {}).get("toolName")
+        content = pruned_stub(
+            tool_name if isinstance(tool_name, str) else None, stored.pk, recall_hint=recall_hint
+        )
     return Message(
         role=core_role(stored.role),
         content=content,
@@ -51,9 +58,10 @@ def core_messages_for_session(
     if stored is None:
         stored = llm_history_load(session=session)
     newest = newest_summary_index(stored)
+    recall_hint = session.agent.search_history_enabled
     messages = []
     for index, row in enumerate(stored):
-        messages.append(to_core_message(row))
+        messages.append(to_core_message(row, recall_hint=recall_hint))
         if index == newest:  # issue 25 item 7: todos, notes and the directive, verbatim
             carried = continuity_message(
                 todos=session.todos or (),
@@ -220,6 +228,7 @@ def policy_for_session(
         context_window=window,
         threshold_percent=percent,
         protect_first_n=agent.compaction_protect_first_n,
+        target_percent=agent.compaction_target_percent,
         recall_hint=agent.search_history_enabled,
         aux_context_window=aux_window,
         **tail,

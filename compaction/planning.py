@@ -31,7 +31,10 @@ class Planned:
     measured: int | None  # the token bar's figure when it rests on a provider's report
     scale: float  # estimate ÷ measured (``context.token_scale``)
     client: AuxiliaryClient | None  # None when the summary is given
-    originals: list[core.Message] | None  # re-grounding: rebuild from these
+    # the originals the folded summaries stand for: rebuilt from when the chain is deep
+    # (``regrounds``), else only if folding a summary would squeeze it (issue 25)
+    originals: list[core.Message] | None
+    regrounds: bool = False
 
     @property
     def tokens_before(self) -> int:
@@ -53,27 +56,29 @@ def plan(run: CompactionRun) -> Planned:
         scale=scale,
         up_to=request.up_to is not None,
     )
-    originals = None if request.given is not None else _regrounding_originals(session, source)
-    planned = Planned(source, policy, measured, scale, client, originals)
+    originals, regrounds = (
+        (None, False) if request.given is not None else _regrounding_originals(session, source)
+    )
+    planned = Planned(source, policy, measured, scale, client, originals, regrounds)
     run.audit.tokens_before = planned.tokens_before
     return planned
 
 
 def _regrounding_originals(
     session: ChatSession, source: CompactionInput
-) -> list[core.Message] | None:
-    """The originals to rebuild the summary from, when the chain of summaries has grown
-    deep enough that a summary of a summary would lose what earlier rounds kept."""
+) -> tuple[list[core.Message] | None, bool]:
+    """The originals the folded summaries stand for, and whether to rebuild from them:
+    yes when the chain of summaries has grown deep enough that a summary of a summary
+    would lose what earlier rounds kept; otherwise they are there only for the core to
+    fall back on when folding an earlier summary would squeeze it below its essentials."""
     depth = source.chain_depth
     if depth == 0:
-        return None
+        return None, False
     always = session.agent.compaction_reground
-    if not (always or core.should_reground(depth)):
-        return None
     originals, tokens = summarized_originals(session)
-    if not core.should_reground(depth, originals_tokens=tokens, always=always):
-        return None
-    return originals
+    if tokens > core.REGROUND_MAX_TOKENS:
+        return None, False
+    return originals, core.should_reground(depth, originals_tokens=tokens, always=always)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +92,17 @@ class DryRun:
     chunk_count: int
     tokens_before: int
     tokens_after: int
+    target_tokens: int = 0  # where the view should land (issue 25)
+    request_count: int = 0  # parts and merges, sent for real
+    round_trips: int = 0  # model round trips of wall time, parts running side by side
 
 
 def dry_run(session: ChatSession) -> DryRun:
     """The core's plan for a manual compaction now; no model call, no writes."""
     messages = core_messages_for_session(session)
-    p = core.plan(messages, policy_for_session(session, messages=messages), force=True)
+    policy = policy_for_session(session, messages=messages)
+    p = core.plan(messages, policy, force=True)
+    requests = p.requests
     kept = set(p.pinned_indexes)  # pins stay verbatim: not summarized
     start = p.span.start if p.span else 0
     summarized = sum(1 for i, m in enumerate(p.middle, start) if m.id is not None and i not in kept)
@@ -104,4 +114,7 @@ def dry_run(session: ChatSession) -> DryRun:
         chunk_count=len(p.chunks) if p.span else 0,
         tokens_before=p.tokens_before,
         tokens_after=p.estimated_tokens_after,
+        target_tokens=p.target_tokens,
+        request_count=requests.request_count if requests is not None else 0,
+        round_trips=requests.round_trips(policy.summary_concurrency) if requests else 0,
     )

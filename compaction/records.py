@@ -224,8 +224,12 @@ def record_done(
     tokens_after: int,
     removed_count: int,
     pruned_ids: list[int],
+    target_tokens: int | None = None,
+    reached_target: bool | None = None,
+    discarded_requests: int = 0,
 ) -> CompactionRecord:
-    """A done compaction's record; call it inside the write-back's transaction."""
+    """A done compaction's record; call it inside the write-back's transaction. Issue 25:
+    where the view should have landed, whether it did, and answers asked for again."""
     return _write(
         session,
         audit,
@@ -237,6 +241,9 @@ def record_done(
         removed_count=removed_count,
         pruned_ids=sorted(pruned_ids),
         dropped=audit.dropped,
+        target_tokens=target_tokens,
+        reached_target=reached_target,
+        discarded_requests=discarded_requests,
     )
 
 

@@ -157,6 +157,8 @@ def _stages(run: CompactionRun) -> CompactionOutcome:
         return _fail(run, CompactionFailure(exc.reason, wire_text(exc.reason, str(exc))), tokens)
     except CompactionFailure as exc:
         if exc.reason in NOTICES:  # nothing wrong: nothing to do
+            if exc.reason == "no_gain":  # the summary in place could not be bettered
+                services.summary_chain_depth_cap(session=run.session, depth=1)
             return _notice(run, exc.reason, tokens)
         return _fail(run, exc, tokens)
     except services.SpanChanged:

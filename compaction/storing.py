@@ -23,11 +23,7 @@ from compaction import records, trigger
 from compaction.outcome import CompactionCancelled, CompactionOutcome, saved_percent
 from compaction.planning import Planned
 from compaction.request import CompactionRun
-from compaction.summarizing import Summarized
-
-PRUNED_ESTIMATE = core.estimate_tokens(
-    core.Message(role="tool", content=core.PRUNED_TOOL_PLACEHOLDER)
-)
+from compaction.summarizing import Summarized, stub_estimates
 
 
 def store(
@@ -82,12 +78,14 @@ def _write(
         compacted_ids=result.summarized_ids,
         pruned_ids=result.pruned_ids,
         summary_content=result.summary_message.content if result.summary_message else None,
-        pruned_token_estimate=PRUNED_ESTIMATE,
+        pruned_token_estimate=stub_estimates(result),
         event_content=_bubble_text(len(result.summarized_ids), counted.before, counted.after),
         event_payload=_bubble(run, result, counted.before, counted.after).to_metadata(),
         summary_metadata=_summary_metadata(run, result, summarized.chain_depth, notes),
         token_calibration=counted.calibration,
     )
+    if result.summary_message is None:  # pruned only: the summary in place stays as it is
+        services.summary_chain_depth_cap(session=run.session, depth=summarized.chain_depth)
     record = records.record_done(
         session=run.session,
         audit=run.audit,
@@ -97,6 +95,9 @@ def _write(
         tokens_after=counted.after,
         removed_count=applied.removed_count,
         pruned_ids=list(result.pruned_ids),
+        target_tokens=result.target_tokens or None,
+        reached_target=result.reached_target if result.target_tokens else None,
+        discarded_requests=result.discarded_requests,
     )
     services.event_record_mark(message=applied.event_message, compaction_id=record.pk)
     return applied, record

@@ -27,7 +27,20 @@ FAILING_STATUSES: dict[str, str] = {
     core.HEAD_TOO_LONG: "head_too_long",
     core.TAIL_TOO_LONG: "tail_too_long",
     core.PINS_TOO_LONG: "pins_too_long",
+    core.NO_ROOM_FOR_SUMMARY: "no_room_for_summary",
+    core.EARLIER_SUMMARY_TOO_LONG: "earlier_summary_too_long",
 }
+
+
+def stub_estimates(result: core.CompactionResult) -> dict[int, int]:
+    """Each output pruned by ``result`` as the estimate of the stub it reads as from then
+    on (the view the core returned holds the stubs): what the token bar counts it as."""
+    pruned = set(result.pruned_ids)
+    return {
+        m.id: core.estimate_tokens(m)
+        for m in result.messages
+        if m.id is not None and m.id in pruned
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +57,9 @@ class Counted:
     def of(cls, planned: Planned, result: core.CompactionResult) -> Counted:
         source = planned.source
         rows = source.row_tokens
-        placeholder = core.estimate_tokens(
-            core.Message(role="tool", content=core.PRUNED_TOOL_PLACEHOLDER)
-        )
+        stubs = stub_estimates(result)
         estimate = source.visible_tokens - sum(rows.get(i, 0) for i in result.summarized_ids)
-        estimate -= sum(rows.get(i, 0) - placeholder for i in result.pruned_ids)
+        estimate -= sum(rows.get(i, 0) - stubs.get(i, 0) for i in result.pruned_ids)
         if result.summary_message is not None:
             estimate += core.estimate_tokens(
                 core.Message(role="user", content=result.summary_message.content)
@@ -78,7 +89,9 @@ def summarize(run: CompactionRun, planned: Planned) -> Summarized:
         depth = given.chain_depth
     else:
         result = _prepared(run, planned) or _fresh(run, planned)
-        depth = core.next_chain_depth(planned.source.chain_depth, regrounded=result.regrounded)
+        depth = core.next_chain_depth(
+            planned.source.chain_depth, regrounded=result.regrounded, status=result.status
+        )
     if result.status in FAILING_STATUSES:
         raise CompactionFailure(FAILING_STATUSES[result.status], _failure_text(result))
     return Summarized(result, depth, Counted.of(planned, result))
@@ -91,7 +104,7 @@ def _failure_text(result: core.CompactionResult) -> str:
 def _prepared(run: CompactionRun, planned: Planned) -> core.CompactionResult | None:
     """The summary prepared from the soft threshold while the chat went on, when it still
     applies (only an automatic compaction takes one)."""
-    if not run.automatic or run.request.forced or planned.originals is not None:
+    if not run.automatic or run.request.forced or planned.regrounds:
         return None
     taken = background.take(
         session=run.session,
@@ -120,6 +133,7 @@ def _fresh(run: CompactionRun, planned: Planned) -> core.CompactionResult:
         focus=run.audit.instructions or None,
         original_contents=source.original_contents,
         regrounding_originals=planned.originals,
+        reground_only_if_squeezed=not planned.regrounds,
     )
 
 

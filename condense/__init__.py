@@ -53,7 +53,12 @@ from condense.pins import pinned_indexes
 from condense.policy import CompactionPolicy
 from condense.prompts import SUMMARY_PREFIX, summary_body, with_summary_body
 from condense.pruning import PRUNED_TOOL_PLACEHOLDER, is_pruned, pruned_stub
-from condense.regrounding import REGROUND_DEPTH, next_chain_depth, should_reground
+from condense.regrounding import (
+    REGROUND_DEPTH,
+    REGROUND_MAX_TOKENS,
+    next_chain_depth,
+    should_reground,
+)
 from condense.summarizing import Summarize, SummaryRequest
 from condense.tokens import estimate_each, estimate_messages, estimate_tokens
 from condense.types import (
@@ -80,6 +85,7 @@ __all__ = [
     "PRUNED_ONLY",
     "PRUNED_TOOL_PLACEHOLDER",
     "REGROUND_DEPTH",
+    "REGROUND_MAX_TOKENS",
     "REJECTION_REASONS",
     "SUMMARY_CHAT_REPLY",
     "SUMMARY_CUT_OFF",

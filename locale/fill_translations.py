@@ -758,6 +758,50 @@ UNTRANSLATED = {
 }
 
 # English msgids are their own translation.
+# --- issue 25: compaction headroom, honest summary checks, usage ---
+ZH.update(
+    {
+        "input price per million tokens": "每百万输入 token 价格",
+        "output price per million tokens": "每百万输出 token 价格",
+        "Input price per million tokens": "每百万输入 token 价格",
+        "Output price per million tokens": "每百万输出 token 价格",
+        "Optional, in your currency: usage then shows a cost.": "可选，以你的货币计：用量将显示费用。",
+        "compaction target (percent of the threshold)": "压缩目标（阈值的百分比）",
+        "Compaction target": "压缩目标",
+        "The compaction target must be between {low}% and {high}% of the threshold.": (
+            "压缩目标必须在阈值的 {low}% 到 {high}% 之间。"
+        ),
+        "Where a compaction lands, in percent of the threshold ({low}–{high}): the room left before the next one.": (
+            "压缩后上下文落在阈值的百分之 {low}–{high}：为下一次压缩前留出的空间。"
+        ),
+        'What must be kept leaves no room for a summary worth writing under the threshold; unpin messages, lower "protected head messages" or start a new chat': (
+            "必须保留的内容在阈值内已没有空间容纳一份有价值的摘要；请取消置顶消息、调低“受保护的开头消息数”或开新对话"
+        ),
+        "The earlier summary is too long to fold into the room left; undo a compaction or start a new chat": (
+            "之前的摘要过长，无法并入剩余空间；请撤销一次压缩或开新对话"
+        ),
+        "The auxiliary model answered the conversation instead of summarizing it, twice": (
+            "辅助模型两次都在回应对话而不是写摘要"
+        ),
+        "The auxiliary model refused to write the summary, twice": "辅助模型两次拒绝写摘要",
+        "The auxiliary model wrote about the task instead of the summary, twice": (
+            "辅助模型两次都在谈论任务本身而不是写摘要"
+        ),
+        "The summary came back without the sections a hand-off needs, twice": (
+            "摘要两次都缺少交接所需的章节"
+        ),
+        "Usage of this chat": "本对话的用量",
+        "Input tokens": "输入 token",
+        "Output tokens": "输出 token",
+        "Calls": "调用次数",
+        "Chat": "对话",
+        "Compaction": "压缩",
+        "Cost at the channels' prices: %(cost)s": "按渠道价格计算的费用：%(cost)s",
+        "usage": "用量",
+    }
+)
+
+
 EN: dict[str, str | list[str]] = {}
 
 _ENTRY_KEY = re.compile(r'^(msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?) "(.*)"$')

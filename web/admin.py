@@ -109,6 +109,7 @@ class AgentAdmin(admin.ModelAdmin):
         "auxiliary_model_channel",
         "compaction_threshold_percent",
         "compaction_protect_first_n",
+        "compaction_target_percent",
         "compaction_mode",
         "search_history_enabled",
     ]

@@ -14,6 +14,9 @@ from agents.models import (
     PROTECT_FIRST_N_DEFAULT,
     PROTECT_FIRST_N_MAX,
     PROTECT_FIRST_N_MIN,
+    TARGET_PERCENT_DEFAULT,
+    TARGET_PERCENT_MAX,
+    TARGET_PERCENT_MIN,
     THRESHOLD_PERCENT_DEFAULT,
     THRESHOLD_PERCENT_MAX,
     THRESHOLD_PERCENT_MIN,
@@ -31,6 +34,7 @@ from agents.validation import (
     validate_base_url,
     validate_context_window,
     validate_protect_first_n,
+    validate_target_percent,
     validate_threshold_percent,
     validate_token_cap,
 )
@@ -81,6 +85,7 @@ class AgentInitial(TypedDict):
     compaction_strategy: str
     compaction_threshold_percent: int
     compaction_protect_first_n: int
+    compaction_target_percent: int
     compaction_reground: bool
     search_history_enabled: bool
     compaction_notes: bool
@@ -162,6 +167,22 @@ class AgentForm(forms.Form):
         ),
         error_messages={"invalid": _PROTECT_INVALID},
     )
+    compaction_target_percent = forms.IntegerField(
+        label=_("Compaction target"),
+        required=False,
+        initial=TARGET_PERCENT_DEFAULT,
+        widget=forms.NumberInput(
+            attrs={"min": TARGET_PERCENT_MIN, "max": TARGET_PERCENT_MAX, "step": 5}
+        ),
+        help_text=format_lazy(
+            _(
+                "Where a compaction lands, in percent of the threshold ({low}–{high}): the room "
+                "left before the next one."
+            ),
+            low=TARGET_PERCENT_MIN,
+            high=TARGET_PERCENT_MAX,
+        ),
+    )
     compaction_reground = forms.BooleanField(
         label=_("Rebuild summaries from the originals"),
         required=False,
@@ -222,6 +243,11 @@ class AgentForm(forms.Form):
         validate_threshold_percent(value)
         return value
 
+    def clean_compaction_target_percent(self) -> int | None:
+        value = self.cleaned_data.get("compaction_target_percent")
+        validate_target_percent(value)
+        return value
+
     def clean_compaction_protect_first_n(self) -> int | None:
         value = self.cleaned_data.get("compaction_protect_first_n")
         validate_protect_first_n(value)
@@ -265,6 +291,7 @@ class AgentForm(forms.Form):
             "compaction_strategy": agent.compaction_strategy,
             "compaction_threshold_percent": agent.compaction_threshold_percent,
             "compaction_protect_first_n": agent.compaction_protect_first_n,
+            "compaction_target_percent": agent.compaction_target_percent,
             "compaction_reground": agent.compaction_reground,
             "search_history_enabled": agent.search_history_enabled,
             "compaction_notes": agent.compaction_notes,
@@ -283,6 +310,8 @@ class AgentForm(forms.Form):
             data["compaction_threshold_percent"] = THRESHOLD_PERCENT_DEFAULT
         if data.get("compaction_protect_first_n") is None:
             data["compaction_protect_first_n"] = PROTECT_FIRST_N_DEFAULT
+        if data.get("compaction_target_percent") is None:
+            data["compaction_target_percent"] = TARGET_PERCENT_DEFAULT
         if not data.get("compaction_mode"):
             data["compaction_mode"] = CompactionMode.AUTO
         return data

@@ -19,6 +19,9 @@ from agents.models import (
     PROTECT_FIRST_N_DEFAULT,
     PROTECT_FIRST_N_MAX,
     PROTECT_FIRST_N_MIN,
+    TARGET_PERCENT_DEFAULT,
+    TARGET_PERCENT_MAX,
+    TARGET_PERCENT_MIN,
     THRESHOLD_PERCENT_DEFAULT,
     THRESHOLD_PERCENT_MAX,
     THRESHOLD_PERCENT_MIN,
@@ -208,6 +211,16 @@ class AgentSerializer(serializers.ModelSerializer):
         ),
     )
 
+    compaction_target_percent = serializers.IntegerField(
+        min_value=TARGET_PERCENT_MIN,
+        max_value=TARGET_PERCENT_MAX,
+        required=False,
+        default=TARGET_PERCENT_DEFAULT,
+        error_messages=_range_messages(
+            "compaction_target_percent", TARGET_PERCENT_MIN, TARGET_PERCENT_MAX
+        ),
+    )
+
     class Meta:
         model = Agent
         fields = [
@@ -221,6 +234,7 @@ class AgentSerializer(serializers.ModelSerializer):
             "compaction_strategy",
             "compaction_threshold_percent",
             "compaction_protect_first_n",
+            "compaction_target_percent",
             "compaction_reground",
             "search_history_enabled",
             "compaction_notes",

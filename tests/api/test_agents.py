@@ -20,6 +20,7 @@ AGENT_FIELDS = {
     "compaction_strategy",
     "compaction_threshold_percent",
     "compaction_protect_first_n",
+    "compaction_target_percent",
     "compaction_reground",
     "compaction_notes",
     "search_history_enabled",

@@ -16,7 +16,7 @@ from compaction.run import compact
 from scripted_llm import Fail, Reply
 from tests.factories import make_agent
 from tests.support.api_clients import token_client
-from tests.support.history import session_to_compact
+from tests.support.history import fill_history, session_to_compact
 from tests.support.summaries import KEY_VALUE_SUMMARY
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,6 +52,7 @@ def compacted(llm_server):
 
 def test_the_records_are_listed_newest_first_as_the_contract_says(llm_server, compacted) -> None:
     session, outcome, api = compacted
+    fill_history(session, messages=20, filler=150)  # new turns: something to compact again
     llm_server.enqueue(Fail(status=500, should_retry=False))
     compact(CompactionRequest(str(session.pk), reason="manual", trigger="command"))
     response = api.get(f"/api/sessions/{session.pk}/compactions/")

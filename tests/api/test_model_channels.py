@@ -19,6 +19,8 @@ CHANNEL_FIELDS = {
     "context_window",
     "is_auxiliary",
     "enabled",
+    "input_price_per_million",
+    "output_price_per_million",
     "created_at",
     "updated_at",
 }

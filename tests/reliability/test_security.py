@@ -657,6 +657,10 @@ async def test_api_keys_never_appear_in_responses_events_pages_or_logs(caplog) -
                 "staff_token": Token.objects.create(user=staff).key,
             }
 
+        @database_sync_to_async
+        def more_turns(sid: str) -> None:
+            fill_history(ChatSession.objects.get(pk=sid), messages=20, filler=200)
+
         w = await setup()
         sid = w["sid"]
         ws, _ = await connect(token=w["token"], origin=None)
@@ -666,8 +670,10 @@ async def test_api_keys_never_appear_in_responses_events_pages_or_logs(caplog) -
         kinds = [e["type"] for e in events]
         assert "compaction_done" in kinds and "delta" in kinds, kinds
         assert any(e["type"] == "message" and e["message"]["role"] == "tool" for e in events)
+        await more_turns(sid)  # something new to compact (else: no gain, a notice)
         await send(ws, {"type": "compact", "sessionId": sid})
         events += await receive_until(ws, "token_update", timeout=30)
+        await more_turns(sid)
         # the auxiliary provider now fails with a body that quotes the key back
         server.responder = lambda body, wire: (
             Fail(status=401, body={"error": {"message": f"Incorrect API key provided: {AUX_KEY}"}})

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+import condense as core
 from agents.models import Message
 from agents.selectors import history_load
 from agents.services import lease_acquire, messages_bulk_append
+from compaction.context import core_messages_for_session, policy_for_session
 from compaction.request import CompactionRequest
 from compaction.run import compact
 from scripted_llm import Empty, Fail, Hang, NonJSON, Reply
@@ -30,6 +32,9 @@ DATA = ROOT / "tests" / "data"  # a public transcript (see ../shared/transcripts
 def test_forty_messages_compact_into_one_summary(llm_server) -> None:
     llm_server.enqueue(Reply(text=KEY_VALUE_SUMMARY))
     session = session_to_compact(llm_server)
+    messages = core_messages_for_session(session)
+    planned = core.plan(messages, policy_for_session(session, messages=messages), force=True)
+    assert planned.requests is not None
     outcome = compact(CompactionRequest(str(session.pk), reason="manual"))
     assert outcome.status == "done" and outcome.removed_count > 20
     compacted = history_load(session=session, include_events=False)
@@ -42,7 +47,9 @@ def test_forty_messages_compact_into_one_summary(llm_server) -> None:
     )
     body = llm_server.requests[0].body
     assert body["model"] == "aux-model" and body["temperature"] == 0.3
-    assert body["max_tokens"] == 2000  # max(2000, min(20% of compressed, 12000))
+    # the seed's max(2000, min(20% of compressed, 12000)), capped by the room under the
+    # compaction target (issue 25): the view must land with headroom
+    assert body["max_tokens"] == planned.requests.budget < 2000
     assert not {"reasoning_effort", "thinking", "reasoning"} & set(body)
     session.refresh_from_db()
     assert session.compaction_count == 1
@@ -174,8 +181,12 @@ def test_compact_session_command_json_and_dry_run(llm_server) -> None:
     session = session_to_compact(llm_server)
     out = StringIO()
     call_command("compact_session", str(session.pk), "--dry-run", "--json", stdout=out)
-    dry = json.loads(out.getvalue().strip().splitlines()[-1])
+    lines = out.getvalue().strip().splitlines()
+    dry = json.loads(lines[-1])
     assert dry["summary_message_id"] is None and dry["removed_count"] > 0
+    # issue 25: what the summary would cost, before it is asked for
+    assert "1 part(s), 1 request(s) in 1 round trip(s)" in lines[0], lines[0]
+    assert "(target " in lines[0]
     assert (
         llm_server.requests == []
         and not Message.objects.filter(compacted_at__isnull=False).exists()

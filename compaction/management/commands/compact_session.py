@@ -41,8 +41,10 @@ class Command(BaseCommand):
             report = dry_run_plan(session)
             self.stdout.write(
                 f"{report.status}: {report.message_count} messages; would summarize "
-                f"{report.summarized_count} and prune {report.pruned_count} in {report.chunk_count} "
-                f"request(s); tokens {report.tokens_before} → ~{report.tokens_after}"
+                f"{report.summarized_count} and prune {report.pruned_count}; "
+                f"{report.chunk_count} part(s), {report.request_count} request(s) in "
+                f"{report.round_trips} round trip(s); tokens {report.tokens_before} → "
+                f"~{report.tokens_after} (target {report.target_tokens})"
             )
             result = {
                 "session_id": str(session.pk),
