@@ -9,6 +9,7 @@ persists what the events carry and may compact between iterations
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from agents.storable import storable_call_id, storable_text
@@ -28,6 +29,16 @@ class AssistantMessage:
     content: str
     tool_calls: tuple[ToolCall, ...]
     usage: UsageReport | None
+    cut_at: int | None = None  # the answer went past this many characters: the rest unread
+
+
+def answer_cut_marker(limit: int) -> str:
+    """What ends an answer cut at ``limit`` characters: the page shows it, and the model
+    reads it in the next request (the seed's language first, like the other records)."""
+    return (
+        f"\n\n[回答超过 {limit} 个字符，其余部分未保存 "
+        f"(the answer was cut at {limit} characters; the rest was not kept)]"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +84,12 @@ async def run_agent(
     temperature: float | None = None,
     max_steps: int = 8,
     before_step: Callable[[list[Message]], Awaitable[list[Message]]] | None = None,
+    max_answer_chars: int | None = None,
 ) -> str:
     """Run until the model answers without tool calls; returns how it ended: ``done``,
-    ``step_limit`` or ``error`` (each also announced through ``on_event``)."""
+    ``step_limit`` or ``error`` (each also announced through ``on_event``). An answer
+    past ``max_answer_chars`` is cut there: its stream is closed, and it ends with a
+    marker (``answer_cut_marker``) and no tool calls — the turn ends with it."""
     history = list(messages)
     for step in range(1, max_steps + 1):
         if step > 1 and before_step is not None:
@@ -83,34 +97,48 @@ async def run_agent(
         text_parts: list[str] = []
         tool_calls: list[ToolCall] = []
         usage: UsageReport | None = None
+        room = max_answer_chars
+        cut = False
+        request = LLMRequest(
+            messages=tuple(history),
+            tools=tools.specs,
+            max_tokens=max_tokens,
+            temperature=temperature,
+        )
         try:
-            async for event in provider.stream(
-                LLMRequest(
-                    messages=tuple(history),
-                    tools=tools.specs,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                )
-            ):
-                if isinstance(event, LLMTextDelta):
-                    delta = storable_text(event.text)
-                    text_parts.append(delta)
-                    await on_event(TextDelta(delta))
-                elif isinstance(event, ToolCallReady):
-                    tool_calls.append(_storable_call(event.call))
-                elif isinstance(event, UsageReport):
-                    usage = event
-                elif isinstance(event, StreamEnd):
-                    break
+            # closed when left, a cut included: its connection goes at once, not at GC
+            async with aclosing(provider.stream(request)) as stream:
+                async for event in stream:
+                    if isinstance(event, LLMTextDelta):
+                        delta = storable_text(event.text)
+                        if room is not None:
+                            cut = len(delta) > room
+                            delta, room = delta[:room], room - min(room, len(delta))
+                        text_parts.append(delta)
+                        if delta:
+                            await on_event(TextDelta(delta))
+                        if cut:
+                            break  # closes the stream: the rest is never read
+                    elif isinstance(event, ToolCallReady):
+                        tool_calls.append(_storable_call(event.call))
+                    elif isinstance(event, UsageReport):
+                        usage = event
+                    elif isinstance(event, StreamEnd):
+                        break
         except LLMError as exc:
             await on_event(RunFailed(exc.reason, str(exc)))
             return "error"
         text = "".join(text_parts)
+        if cut and max_answer_chars is not None:
+            marker = answer_cut_marker(max_answer_chars)
+            await on_event(TextDelta(marker))
+            text += marker
+            tool_calls = []  # a cut answer is not acted on
         # Calls over the step's caps keep their place (every call gets one result) but are
         # not run, and their arguments are not stored or re-sent.
         planned = tools.plan_step(tool_calls)
         calls = tuple(call for call, _ in planned)
-        assistant = AssistantMessage(text, calls, usage)
+        assistant = AssistantMessage(text, calls, usage, max_answer_chars if cut else None)
         await on_event(assistant)
         history.append(Message(role="assistant", content=text, tool_calls=calls))
         if not calls:

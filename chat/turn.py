@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.conf import settings
 from django.db import DatabaseError, transaction
 
 from agents import runtime, services
@@ -363,12 +364,13 @@ def _store_answer(
     the breakdown). ``streamed``: the turn and the last ``seq`` its text streamed as, so a
     page that resumes knows which pieces it already has stored."""
     usage = event.usage
+    metadata = streamed if event.cut_at is None else {**streamed, "cutAt": event.cut_at}
     stored = services.message_append(
         session=session,
         role=Role.ASSISTANT,
         content=event.content,
         tool_calls=tool_calls_to_json(event.tool_calls),
-        metadata=streamed,
+        metadata=metadata,
         input_tokens=usage.input_tokens if usage else None,
         output_tokens=usage.output_tokens if usage else None,
         record_usage=usage is not None,
@@ -640,6 +642,7 @@ class ChatTurn:
             on_event=self.on_runtime_event,
             max_tokens=max(256, min(4096, context_window(channel) // 4)),
             before_step=self.before_step,
+            max_answer_chars=settings.NETACLAW["MAX_ANSWER_CHARS"],
         )
 
     async def _compact_and_run_again(self, failure: runtime.RunFailed) -> None:

@@ -27,7 +27,7 @@ Pitfalls of the 2.x SDK this module is written around:
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import closing
 from typing import Any
 
@@ -323,7 +323,7 @@ class AnthropicProvider:
     def _translate(self) -> Any:
         return translate_errors(api_key=self.config.api_key, provider="anthropic")
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: LLMRequest) -> AsyncGenerator[StreamEvent]:
         params = build_anthropic_params(request, self.config)
         parser = AnthropicStreamParser()
         with self._translate():

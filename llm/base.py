@@ -9,7 +9,7 @@ server (a channel's connection test).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Protocol, runtime_checkable
 
 from .types import ChannelConfig, Completion, LLMRequest, StreamEvent
@@ -19,7 +19,7 @@ from .types import ChannelConfig, Completion, LLMRequest, StreamEvent
 class Provider(Protocol):
     config: ChannelConfig
 
-    def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+    def stream(self, request: LLMRequest) -> AsyncGenerator[StreamEvent]:
         """Events of one call: TextDelta* / ToolCallReady*, UsageReport?, then StreamEnd.
 
         Raises LLMError (while iterating) on any provider failure.

@@ -26,7 +26,7 @@ Decisions (tests assert the exact request):
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import closing
 from typing import Any
 
@@ -352,7 +352,7 @@ class OpenAIProvider:
                 return await _post_streaming(client, {**params, "stream": True})
             raise
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: LLMRequest) -> AsyncGenerator[StreamEvent]:
         params = build_openai_params(request, self.config)
         parser = OpenAIStreamParser(self.config.provider)
         with self._translate():

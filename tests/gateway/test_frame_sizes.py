@@ -73,7 +73,8 @@ def test_a_large_answer_reaches_a_json_client_in_pieces_and_by_reference(tmp_pat
         responder=lambda b, w: Reply(text=BIG_ANSWER, chunk_size=700_000)
     ) as llm:
         token, sid = _session(llm)
-        with running_daphne(tmp_path / "var") as server:
+        over = {"NETACLAW_MAX_ANSWER_CHARS": str(len(BIG_ANSWER))}  # allowed, if rare
+        with running_daphne(tmp_path / "var", env=over) as server:
 
             async def talk() -> list[dict]:
                 ws = await _connect(server.ws_url, token)
