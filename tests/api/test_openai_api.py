@@ -484,3 +484,20 @@ def test_concurrent_completions_in_different_chats_each_get_their_own_answer(liv
             thread.join(60)
     assert answers == {i: f"答：问题{i}" for i in range(6)}
     assert ChatSession.objects.count() == 6
+
+
+def test_an_agent_that_cannot_answer_is_422_and_no_chat_is_left_behind(live) -> None:
+    user = make_user()
+    make_agent(name="无渠道", owner=user)  # no model channel
+    token = Token.objects.create(user=user).key
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        _client(live, token).chat.completions.create(
+            model="无渠道",
+            messages=[
+                {"role": "user", "content": "早先的问题"},
+                {"role": "assistant", "content": "早先的回答"},
+                {"role": "user", "content": "你好"},
+            ],
+        )
+    assert refused.value.body["code"] == "no_model_channel"
+    assert not ChatSession.objects.exists() and not Message.objects.exists()
