@@ -51,6 +51,12 @@ from web.openai_wire import (
 
 logger = logging.getLogger(__name__)
 
+# A turn gives the chat's lease back a moment after its last event (``turn_done``): a
+# client that sends its next message at once may find the chat busy for those few
+# milliseconds. Such a request tries again for up to BUSY_GRACE_SECONDS before its 409.
+BUSY_GRACE_SECONDS = 1.0
+BUSY_RETRY_SECONDS = 0.05
+
 # Tasks started by requests, kept until they end (the loop holds only weak references).
 _detaching: set[asyncio.Task[None]] = set()
 
@@ -63,6 +69,8 @@ def _error(err: OpenAIError, session_id: str = "") -> JsonResponse:
         headers[SESSION_HEADER] = session_id
     if err.status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="netaclaw"'
+    if err.status == 409:
+        headers["Retry-After"] = "1"
     return JsonResponse(body, status=err.status, headers=headers)
 
 
@@ -152,15 +160,24 @@ async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttp
 async def _start(user: Any, wanted: CompletionRequest, events: SessionEvents) -> StartedTurn:
     """The message stored with its turn (``web.openai_chats``), then handed to the runner;
     the socket layer does the same for a ``chat`` frame."""
-    started = await database_sync_to_async(start_turn)(
-        user=user,
-        request=wanted,
-        holder=new_holder(TURN),
-        lease_seconds=lease_seconds(),
-        defer=runner.turn_deferrer(),
-        reply_to=events.channel,
-        join=events.join,
-    )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_GRACE_SECONDS
+    while True:
+        try:
+            started = await database_sync_to_async(start_turn)(
+                user=user,
+                request=wanted,
+                holder=new_holder(TURN),
+                lease_seconds=lease_seconds(),
+                defer=runner.turn_deferrer(),
+                reply_to=events.channel,
+                join=events.join,
+            )
+            break
+        except OpenAIError as err:
+            if err.code != "turn_in_progress" or loop.time() >= deadline:
+                raise
+        await asyncio.sleep(BUSY_RETRY_SECONDS)
     if started.accepted.renamed is not None:
         await apublish_to_owner(user.pk, started.accepted.renamed)
     await _detached(runner.submit_chat(started.accepted, events.channel))

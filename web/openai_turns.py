@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,11 +148,16 @@ class SessionEvents:
         hop, not asgiref's ``async_to_sync``, whose context (its thread executor) would
         flow back into the request and on into the turn the request starts."""
         group = session_group(session_id)
-        hop = asyncio.run_coroutine_threadsafe(
-            self.layer.group_add(group, self.channel), self._loop
-        )
-        hop.result(timeout=JOIN_SECONDS)
+        if group == self.group:
+            return
+        if self.group:  # an earlier try's chat (the request tries again when it is busy)
+            self._hop(self.layer.group_discard(self.group, self.channel))
+            self.group = ""
+        self._hop(self.layer.group_add(group, self.channel))
         self.group = group
+
+    def _hop(self, work: Coroutine[Any, Any, None]) -> None:
+        asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout=JOIN_SECONDS)
 
     async def close(self) -> None:
         if self._receiving is not None:

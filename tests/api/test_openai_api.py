@@ -22,6 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from agents import services
 from agents.models import ChatSession, CompactionRecord, Message, Role
 from agents.selectors import history_load
 from condense import ToolCall
@@ -374,7 +375,7 @@ def test_a_bad_body_is_400_in_openais_shape(live) -> None:
 
 def test_a_turn_already_running_in_the_chat_is_409_and_nothing_is_stored(live) -> None:
     with ScriptedLLMServer() as llm:
-        llm.enqueue(Reply(text="慢慢说。" * 20, chunk_size=2, delay_per_chunk=0.05))
+        llm.enqueue(Reply(text="慢慢说。" * 20, chunk_size=2, delay_per_chunk=0.1))  # 4 s
         user, agent, token = _world(llm)
         session = make_session(owner=user, agent=agent)
         client = _client(live, token)
@@ -501,3 +502,57 @@ def test_an_agent_that_cannot_answer_is_422_and_no_chat_is_left_behind(live) -> 
         )
     assert refused.value.body["code"] == "no_model_channel"
     assert not ChatSession.objects.exists() and not Message.objects.exists()
+
+
+def test_back_to_back_requests_in_one_chat_are_all_answered(live) -> None:
+    """A turn gives its lease back a moment after its last event: the next request, sent at
+    once, waits for that instead of being refused."""
+    with ScriptedLLMServer() as llm:
+        llm.responder = lambda body, wire: Reply(text="答" + body["messages"][-1]["content"])
+        user, agent, token = _world(llm)
+        session = make_session(owner=user, agent=agent)
+        client = _client(live, token)  # no retries: a 409 would fail the test
+        named = {"X-NetaClaw-Session": str(session.pk)}
+        for i in range(5):
+            done = client.chat.completions.create(
+                model="研究助手",
+                messages=[{"role": "user", "content": f"问{i}"}],
+                extra_headers=named,
+            )
+            assert done.choices[0].message.content == f"答问{i}"
+        for i in range(25):  # a stream ends at once with its turn: the tighter case
+            stream = client.chat.completions.create(
+                model="研究助手",
+                messages=[{"role": "user", "content": f"再问{i}"}],
+                stream=True,
+                extra_headers=named,
+            )
+            assert "".join(c.choices[0].delta.content or "" for c in stream) == f"答再问{i}"
+    assert len(_history(str(session.pk))) == 60
+
+
+def test_a_chat_whose_lease_comes_back_within_a_second_is_waited_for(live) -> None:
+    """The deterministic form of the case above: the chat's lease is held (a turn ending)
+    and given back 0.6 s later; the request is answered, not refused."""
+    with ScriptedLLMServer() as llm:
+        llm.enqueue(Reply(text="等到了。"))
+        user, agent, token = _world(llm)
+        session = make_session(owner=user, agent=agent)
+        client = _client(live, token)
+        client.models.list()  # the server is warm: the request is not slow by itself
+        assert services.lease_acquire(session_id=session.pk, holder="t/ending", seconds=30)
+        timer = threading.Timer(
+            0.6, lambda: services.lease_release(session_id=session.pk, holder="t/ending")
+        )
+        timer.start()
+        started = time.monotonic()
+        try:
+            done = client.chat.completions.create(
+                model="研究助手",
+                messages=[{"role": "user", "content": "在吗"}],
+                extra_headers={"X-NetaClaw-Session": str(session.pk)},
+            )
+        finally:
+            timer.join()
+    assert done.choices[0].message.content == "等到了。"
+    assert time.monotonic() - started >= 0.6
