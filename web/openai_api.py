@@ -10,8 +10,10 @@ whichever runner runs turns (``runs.runner``), and the answer names that chat (t
 goes to is ``web.openai_chats``'s rule.
 
 Async views: the request waits for its turn's events on a channel of its own
-(``web.openai_turns``), not in a thread. A client that goes away before the turn ends
-stops it, as Stop does on the chat page.
+(``web.openai_turns``), not in a thread; its database work goes through Django's
+``sync_to_async`` (the request's thread, its connection closed with the request, as every
+Django async view does). A client that goes away before the turn ends stops it, as Stop
+does on the chat page.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import logging
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
@@ -84,7 +86,7 @@ def _bearer(request: HttpRequest) -> str:
 
 
 async def _user(request: HttpRequest) -> Any:
-    return await database_sync_to_async(token_user)(_bearer(request))
+    return await sync_to_async(token_user)(_bearer(request))
 
 
 def _json_body(request: HttpRequest) -> Any:
@@ -112,13 +114,13 @@ def _method_not_allowed(allowed: str) -> JsonResponse:
 @never_cache
 async def models(request: HttpRequest) -> HttpResponse:
     """The agents the token's user may use, as OpenAI models (front ends list them)."""
-    if request.method != "GET":
-        return _method_not_allowed("GET")
     try:
-        user = await _user(request)
+        user = await _user(request)  # the REST API's order: who first, then what
     except OpenAIError as err:
         return _error(err)
-    ids = await database_sync_to_async(model_ids)(user=user)
+    if request.method != "GET":
+        return _method_not_allowed("GET")
+    ids = await sync_to_async(model_ids)(user=user)
     return JsonResponse(models_list(ids))
 
 
@@ -128,10 +130,13 @@ async def models(request: HttpRequest) -> HttpResponse:
 async def chat_completions(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """One turn of an agent, answered as a ``chat.completion`` or streamed as
     ``chat.completion.chunk`` events."""
+    try:
+        user = await _user(request)
+    except OpenAIError as err:
+        return _error(err)
     if request.method != "POST":
         return _method_not_allowed("POST")
     try:
-        user = await _user(request)
         wanted = parse_completion_request(
             _json_body(request), header_session=request.headers.get(SESSION_HEADER)
         )
@@ -164,7 +169,7 @@ async def _start(user: Any, wanted: CompletionRequest, events: SessionEvents) ->
     deadline = loop.time() + BUSY_GRACE_SECONDS
     while True:
         try:
-            started = await database_sync_to_async(start_turn)(
+            started = await sync_to_async(start_turn)(
                 user=user,
                 request=wanted,
                 holder=new_holder(TURN),
@@ -220,9 +225,7 @@ async def _complete(
     assert text.end is not None
     if text.end.error is not None:
         return _error(text.end.error, started.session_id)
-    usage = await database_sync_to_async(turn_usage)(
-        session_id=started.session_id, turn_id=text.turn_id
-    )
+    usage = await sync_to_async(turn_usage)(session_id=started.session_id, turn_id=text.turn_id)
     body = answer.completion(text.content, text.end.finish_reason, usage)
     return JsonResponse(body, headers={SESSION_HEADER: started.session_id})
 
@@ -251,8 +254,6 @@ async def _streamed(
         return
     yield sse(answer.chunk({}, text.end.finish_reason, extension=True))
     if wanted.include_usage:
-        usage = await database_sync_to_async(turn_usage)(
-            session_id=started.session_id, turn_id=text.turn_id
-        )
+        usage = await sync_to_async(turn_usage)(session_id=started.session_id, turn_id=text.turn_id)
         yield sse(answer.usage_chunk(usage))
     yield SSE_DONE
