@@ -173,6 +173,7 @@ def _accept_chat(
     seconds: float,
     defer: DeferTurn | None = None,
     reply_to: str = "",
+    queue: bool = True,
 ) -> AcceptedChat | None:
     """The access check (the one gate), the store and, when no turn runs in the session,
     the session's lease for ``holder``, the release of what was queued and the turn's
@@ -182,7 +183,8 @@ def _accept_chat(
     While another turn (or a compaction) holds the lease the message is stored queued —
     durable at once, in no history view until a turn starts; then the lease is tried once
     more, since its holder may have ended and looked for queued messages just before this
-    one was stored."""
+    one was stored. ``queue=False`` refuses it instead (``turn_in_progress``, nothing
+    stored): a caller that answers "busy" itself, as the OpenAI-compatible API does."""
     try:
         session = session_for_user(user=user, session_id=raw_session_id)
     except SessionNotFound:
@@ -201,6 +203,9 @@ def _accept_chat(
             stored = services.user_message_append(session=session, content=content, touched=True)
             started = _started(session, holder, defer, reply_to)
             return AcceptedChat(sid, _json([*released, stored]), holder, started, renamed=renamed)
+    if not queue:
+        busy = ErrorEvent(wire_text("turn_in_progress"), "turn_in_progress", sid)
+        return AcceptedChat(sid, (), refusal=busy)
     queued = services.user_message_append(
         session=session, content=content, queued=True, touched=True
     )
@@ -224,6 +229,9 @@ def _started(
 
 
 accept_chat = database_sync_to_async(_accept_chat)
+# The same in the caller's thread, inside its transaction (a caller that stores the chat
+# the message goes to in that transaction too: the OpenAI-compatible API's new chats).
+accept_chat_in_transaction = _accept_chat
 
 
 def _accept_new_chat(

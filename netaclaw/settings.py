@@ -338,6 +338,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Chat sessions with LLM agents and their context compaction.",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # the OpenAI-compatible endpoints are async Django views: written in by this hook
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "web.openai_schema.add_openai_paths",
+    ],
 }
 
 # Daphne's own limit on a WebSocket message and frame, either way (autobahn closes the socket

@@ -189,7 +189,7 @@ def test_every_url_refuses_an_anonymous_visitor(world, method: str) -> None:
         checked += 1
         body = response.content.decode(errors="replace")
         assert ALICE_SECRET not in body and ALICE_KEY not in body, path
-        if path.startswith("/api/"):
+        if path.startswith(("/api/", "/v1/")):  # the REST API and the OpenAI-compatible one
             assert response.status_code in (401, 403), (path, response.status_code)
             if name != "api:schema":  # the schema view renders its refusal as OpenAPI YAML
                 assert response["Content-Type"].startswith("application/json"), path
@@ -210,18 +210,20 @@ def test_the_public_allow_list_is_what_it_claims(world) -> None:
 def test_every_api_endpoint_refuses_anonymous_writes(world, method: str) -> None:
     client = APIClient()
     for path, name in _all_urls(world):
-        if not path.startswith("/api/") or name in PUBLIC_URL_NAMES:
+        if not path.startswith(("/api/", "/v1/")) or name in PUBLIC_URL_NAMES:
             continue
         response = getattr(client, method)(path, {"name": "x"}, format="json")
         assert response.status_code in (401, 403), (method, path, response.status_code)
 
 
 def test_a_wrong_token_is_refused_by_every_api_endpoint(world) -> None:
-    client = APIClient(HTTP_AUTHORIZATION="Token " + "0" * 40)
-    for path, name in _all_urls(world):
-        if path.startswith("/api/") and name not in PUBLIC_URL_NAMES:
-            response = client.get(path)
-            assert response.status_code in (401, 403), (path, response.status_code)
+    for scheme in ("Token", "Bearer"):  # the REST API's, the OpenAI-compatible API's
+        client = APIClient(HTTP_AUTHORIZATION=f"{scheme} " + "0" * 40)
+        for path, name in _all_urls(world):
+            if path.startswith(("/api/", "/v1/")) and name not in PUBLIC_URL_NAMES:
+                for method in ("get", "post"):
+                    response = getattr(client, method)(path)
+                    assert response.status_code in (401, 403), (scheme, path, method)
 
 
 @pytest.mark.django_db(transaction=True)
