@@ -392,7 +392,7 @@ NETACLAW: dict[str, Any] = {
     "TOOL_CALLS_PER_STEP": int(os.environ.get("NETACLAW_TOOL_CALLS_PER_STEP", "16")),
     # Characters one model answer may have: the rest of its stream is not read, the answer
     # is stored cut, with a marker (issue 27 item 11: a 10 MB answer stalled the page).
-    "MAX_ANSWER_CHARS": int(os.environ.get("NETACLAW_MAX_ANSWER_CHARS", "100000")),
+    "MAX_ANSWER_CHARS": int(os.environ.get("NETACLAW_MAX_ANSWER_CHARS", "500000")),
     # Bytes a socket's client may leave unread before the server drops it: the page then
     # reconnects and resumes; a client that never reads cannot grow the server's memory.
     "WS_MAX_PENDING_BYTES": int(os.environ.get("NETACLAW_WS_MAX_PENDING_BYTES", "8388608")),

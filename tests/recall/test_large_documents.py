@@ -64,8 +64,10 @@ def _stored(session) -> list[Message]:
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_a_megabyte_answer_ends_its_turn_and_is_kept(llm_server) -> None:
+async def test_a_megabyte_answer_ends_its_turn_and_is_kept(llm_server, settings) -> None:
     answer = distinct_words(1_000_000)
+    # a deployment that allows answers this long (the default cuts at 500,000 characters)
+    settings.NETACLAW = {**settings.NETACLAW, "MAX_ANSWER_CHARS": 2 * len(answer)}
     llm_server.enqueue(Reply(text=answer, chunk_size=200_000))
     user, session = await _chat(llm_server)
     ws, _ = await connect(token=await token_for(user), origin=None)

@@ -183,6 +183,8 @@ class SessionModel(RuleBasedStateMachine):
         if failure is not None:
             self.server.enqueue(*FAILURES[failure])
         rows_before = history_rows(self.session)
+        history_rows_before = history_rows(self.session, ignoring_metadata=("chainDepth",))
+        depths_before = _summary_depths(self.session)
         estimate_before = _visible_estimate(self.session)
         outcome = compact(CompactionRequest(str(self.session.pk), reason=reason))
         asked = self.server.pending == 0  # the scripted failure was consumed by a request
@@ -197,6 +199,14 @@ class SessionModel(RuleBasedStateMachine):
         assert outcome.status in {"failed", "nothing"}, outcome
         if failure is not None and asked:
             assert outcome.reason == FAILURE_REASONS[failure], outcome
+        if outcome.reason == "no_gain":
+            # the summary in place could not be bettered: its chain depth is reset (so the
+            # next /compact does not re-ground and discard again), and nothing else changes
+            depths = _summary_depths(self.session)
+            assert all(depths[pk] <= depth for pk, depth in depths_before.items()), depths
+            ignoring = ("chainDepth",)
+            assert history_rows(self.session, ignoring_metadata=ignoring) == history_rows_before
+            return
         assert history_rows(self.session) == rows_before, "a failed compaction changed rows"
 
     # -- invariants ---------------------------------------------------------
@@ -287,3 +297,8 @@ def test_random_sessions_keep_every_message_and_always_make_valid_requests() -> 
 
 def _visible_estimate(session) -> int:
     return sum(model_visible(session=session).values_list("token_estimate", flat=True))
+
+
+def _summary_depths(session) -> dict[int, int]:
+    summaries = Message.objects.filter(session=session, is_compaction_summary=True)
+    return {pk: (meta or {}).get("chainDepth", 0) for pk, meta in summaries.values_list("pk", "metadata")}

@@ -112,11 +112,14 @@ def apply_compaction(
 # --- reading back ------------------------------------------------------------------------
 
 
-def history_rows(session: ChatSession) -> list[tuple[Any, ...]]:
+def history_rows(
+    session: ChatSession, *, ignoring_metadata: tuple[str, ...] = ()
+) -> list[tuple[Any, ...]]:
     """Every stored field of every non-event message of ``session``, by id.
 
     Compaction must leave these byte-identical when it fails; system event records
     (the failure bubble) are allowed to be added, so they are left out.
+    ``ignoring_metadata`` names metadata keys a caller allows to change.
     """
     fields = [f.attname for f in Message._meta.concrete_fields]
     rows = (
@@ -125,7 +128,14 @@ def history_rows(session: ChatSession) -> list[tuple[Any, ...]]:
         .order_by("id")
         .values_list(*fields)
     )
-    return [tuple(json.dumps(v, sort_keys=True, default=str) for v in row) for row in rows]
+    metadata = fields.index("metadata")
+
+    def shown(index: int, value: Any) -> str:
+        if index == metadata and ignoring_metadata and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k not in ignoring_metadata}
+        return json.dumps(value, sort_keys=True, default=str)
+
+    return [tuple(shown(i, v) for i, v in enumerate(row)) for row in rows]
 
 
 def stored_rows(session: ChatSession) -> list[dict[str, Any]]:
