@@ -344,9 +344,12 @@ def message_pin_set(*, message: Message, pinned: bool) -> None:
 
 def messages_restore(*, session: ChatSession, ids: Sequence[int]) -> list[Message]:
     """Bring originals a summary replaced back into the compacted view (in order)."""
-    rows = Message.objects.filter(session=session, pk__in=list(ids))
-    rows.update(compacted_at=None)
-    return list(rows.order_by("position", "id"))
+    restored: list[Message] = []
+    for batch in id_batches(list(ids)):
+        rows = Message.objects.filter(session=session, pk__in=batch)
+        rows.update(compacted_at=None)
+        restored.extend(rows)
+    return sorted(restored, key=lambda m: (m.position, m.pk))
 
 
 def summary_rewrite(*, summary: Message, content: str, edited_at: Any) -> None:
@@ -398,14 +401,15 @@ def compaction_revert(
         summary.compacted_at = now
         summary.metadata = {**(summary.metadata or {}), "undone": True}
         summary.save(update_fields=["compacted_at", "metadata"])
-    pruned = list(
-        Message.objects.filter(session=session, pk__in=list(pruned_ids), pruned_at__isnull=False)
-    )
-    for message in pruned:
-        message.pruned_at = None
-        message.token_estimate = stored_estimate(message)
-    Message.objects.bulk_update(pruned, ["pruned_at", "token_estimate"])
-    restored.update(m.pk for m in pruned)
+    for batch in id_batches(list(pruned_ids)):  # PostgreSQL: 65,535 parameters a statement
+        pruned = list(
+            Message.objects.filter(session=session, pk__in=batch, pruned_at__isnull=False)
+        )
+        for message in pruned:
+            message.pruned_at = None
+            message.token_estimate = stored_estimate(message)
+        Message.objects.bulk_update(pruned, ["pruned_at", "token_estimate"], batch_size=2_000)
+        restored.update(m.pk for m in pruned)
     if bubble is not None:
         event_record_mark(message=bubble, undone=True)
     ChatSession.objects.filter(pk=session.pk).update(

@@ -301,4 +301,7 @@ def _visible_estimate(session) -> int:
 
 def _summary_depths(session) -> dict[int, int]:
     summaries = Message.objects.filter(session=session, is_compaction_summary=True)
-    return {pk: (meta or {}).get("chainDepth", 0) for pk, meta in summaries.values_list("pk", "metadata")}
+    return {
+        pk: (meta or {}).get("chainDepth", 0)
+        for pk, meta in summaries.values_list("pk", "metadata")
+    }

@@ -11,6 +11,7 @@ from agents.models import Message
 from agents.services import messages_bulk_append
 from compaction.request import CompactionRequest
 from compaction.run import compact
+from compaction.undo import compaction_undo
 from scripted_llm import Reply
 from tests.support.api_clients import token_client
 from tests.support.history import session_to_compact
@@ -39,6 +40,14 @@ def test_a_hundred_thousand_messages_compact_into_one_summary(llm_server) -> Non
     assert compacted.count() == outcome.removed_count
     assert compacted.filter(compacted_into_id=outcome.summary_message_id).count() == (
         outcome.removed_count
+    )
+
+    undone = compaction_undo(session=session)  # every original back, in batches
+    assert undone.restored_count == outcome.removed_count
+    assert (
+        not Message.objects.filter(session=session, compacted_at__isnull=False)
+        .exclude(is_compaction_summary=True)
+        .exists()
     )
 
     response = token_client(session.owner).delete(f"/api/sessions/{session.pk}/")
