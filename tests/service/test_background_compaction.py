@@ -4,6 +4,8 @@ only while the history it was made from is unchanged and the result fits."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agents.leases import held_lease
@@ -147,9 +149,16 @@ def test_a_stop_does_not_wait_for_the_preparation(llm_server) -> None:
     with held_lease(str(session.pk)) as lease:
         assert lease is not None
         lease.stop.request()
+        started = time.monotonic()
         outcome = compact(CompactionRequest(str(session.pk), reason="auto"), lease=lease)
+        took = time.monotonic() - started
 
     assert outcome.status == "cancelled"
+    assert took < 1.5, took  # the preparation's model answers only after 2 s
+    # the preparation goes on to its end while the scripted model still serves it (the
+    # model's server stops before the fixtures' own wait, and a request it leaves
+    # unanswered would hold that wait up)
+    background.wait(str(session.pk), timeout=10)
 
 
 def test_manual_compaction_never_takes_the_prepared_summary(llm_server) -> None:
