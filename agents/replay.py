@@ -32,6 +32,7 @@ from agents.events import (
     CompactionProgress,
     CompactionSkipped,
     Delta,
+    MessageStored,
     ServerEvent,
     TurnDone,
 )
@@ -68,8 +69,18 @@ def _worth_recording(events: Sequence[ServerEvent]) -> bool:
     return any(
         isinstance(e, (CompactionProgress, *_COMPACTION_ENDS))
         or (isinstance(e, Delta | TurnDone) and e.turn_id)
+        or _starts_turn(e)
         for e in events
     )
+
+
+def _starts_turn(event: ServerEvent) -> bool:
+    """A user's message stored unqueued: its turn starts now, so the log of the turn before
+    it is over (a socket resuming before the new turn's first piece would otherwise be
+    told that the old one ended, and show the running turn as idle)."""
+    if not isinstance(event, MessageStored):
+        return False
+    return event.message.get("role") == "user" and not event.message.get("queued")
 
 
 # --- in this process ------------------------------------------------------------------
@@ -94,7 +105,9 @@ class MemoryReplay:
     async def record(self, session_id: str, events: Sequence[ServerEvent]) -> None:
         now = time.monotonic()
         for event in events:
-            if isinstance(event, Delta) and event.turn_id:
+            if _starts_turn(event):
+                self._turns.pop(session_id, None)
+            elif isinstance(event, Delta) and event.turn_id:
                 turn = self._turns.get(session_id)
                 if turn is None or turn.turn_id != event.turn_id:
                     turn = self._turns[session_id] = _Turn(event.turn_id)
@@ -164,7 +177,9 @@ class RedisReplay:
         pieces, turn, progress = self._keys(session_id)
         pipe = self._client().pipeline(transaction=False)
         for event in events:
-            if isinstance(event, Delta) and event.turn_id:
+            if _starts_turn(event):
+                pipe.delete(pieces, turn)
+            elif isinstance(event, Delta) and event.turn_id:
                 if event.seq == 1:  # a new turn: the last one's pieces go
                     pipe.delete(pieces)
                     pipe.hset(turn, mapping={"id": event.turn_id, "ended": 0, "interrupted": 0})

@@ -10,8 +10,8 @@ history.
 
     .venv/bin/python -m bench.chat_turn [--sizes 10,1000,10000] [--turns 5] [--write]
 
-Uses a throwaway SQLite file unless DATABASE_URL is set (then a fresh database
-named netaclaw_bench_chat_turn on that server).
+Uses a throwaway SQLite file unless DATABASE_URL is set (then a fresh database of this
+run's own on that server, ``bench.databases``, dropped at exit).
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import databases
 from bench.report import write_section
 from scripted_llm import ScriptedLLMServer
 
 
 def _configure_database() -> None:
     url = os.environ.get("DATABASE_URL", "")
-    if url.startswith("postgres"):
-        base = url.rsplit("/", 1)[0]
-        os.environ["DATABASE_URL"] = f"{base}/netaclaw_bench_chat_turn"
+    if url.startswith("postgres"):  # a database of this run, dropped at exit
+        os.environ["DATABASE_URL"] = databases.create_unique(url, "chat_turn")
     else:
         folder = Path(tempfile.mkdtemp(prefix="netaclaw-bench-"))
         os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
@@ -73,14 +73,6 @@ def _prepare_database() -> None:
     import django
     from django.core.management import call_command
 
-    url = os.environ["DATABASE_URL"]
-    if url.startswith("postgres"):
-        import psycopg
-
-        admin = url.rsplit("/", 1)[0] + "/postgres"
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS netaclaw_bench_chat_turn")
-            conn.execute("CREATE DATABASE netaclaw_bench_chat_turn")
     django.setup()
     call_command("migrate", verbosity=0)
 

@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.recall_search [--messages 100000] [--database-url URL] [--write]
 
 SQLite always (a throwaway file); PostgreSQL when ``DATABASE_URL`` or ``--database-url``
-points at a server (a fresh database ``netaclaw_bench_recall`` on it). Each database runs
-in a child process of its own (Django is configured once per process).
+points at a server (a fresh database of its own on it, ``bench.databases``, dropped
+after). Each database runs in a child process of its own (Django is configured once per
+process).
 
 The corpus (seeded, the same on both databases): 40 sessions of 2,500 messages each, all
 but the last 20 of each compacted. Agent-shaped traffic: short user turns (a quarter in
@@ -30,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import databases
 from bench.report import write_section
 
 HEADING = "## Recall search (search_history)"
@@ -39,7 +41,6 @@ TAIL = 20  # newest messages of a session left uncompacted
 SEARCHED = 8  # sessions queried
 FACTS = 12  # planted per searched session
 ROUNDS = 6  # of the whole query mix, after one untimed warm-up round
-PG_DATABASE = "netaclaw_bench_recall"
 
 WORDS = (
     "the of and to in is that for it with as was on be by this are from or have an not "
@@ -180,13 +181,7 @@ def _fresh_database(url: str) -> str:
         folder = Path(tempfile.mkdtemp(prefix="netaclaw-bench-recall-"))
         os.environ["NETACLAW_VAR_DIR"] = str(folder / "var")
         return f"sqlite:///{folder / 'bench.sqlite3'}"
-    import psycopg
-
-    base = url.rsplit("/", 1)[0]
-    with psycopg.connect(base + "/postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE}")
-        conn.execute(f"CREATE DATABASE {PG_DATABASE}")
-    return f"{base}/{PG_DATABASE}"
+    return databases.create_unique(url, "recall")  # this run's own, dropped at exit
 
 
 def measure(url: str, messages: int) -> dict:

@@ -7,8 +7,8 @@ Needs ``DATABASE_URL`` (PostgreSQL) and ``REDIS_URL``: the production shape. The
 
 1. starts the scripted model (``python -m scripted_llm --responder echo``, streaming over
    the OpenAI SSE wire) in its own process;
-2. creates a throwaway database ``netaclaw_bench_ws_load`` on that server, migrates it and
-   creates, with a small Django script in a subprocess, one user + token + session per
+2. creates a throwaway database of this run's own (``bench.databases``) on that server,
+   migrates it and creates, with a small Django script in a subprocess, one user + token + session per
    client and round, and one agent whose model channel points at the scripted model
    (window 10 M tokens: no compaction, this measures the chat path);
 3. starts one Daphne serving NetaClaw (``DJANGO_DEBUG=0``, its own Redis key prefix) and

@@ -27,6 +27,7 @@ def run(
     py_spy: str | None,
     measured: tuple[str, ...] = SERVERS,
     repeat: int = 1,
+    runner: str = "worker",
 ) -> tuple[list[LevelResult], list[LevelResult]]:
     """Every recorded level of every round, and the warm-up's results."""
     servers.check_environment()
@@ -37,7 +38,7 @@ def run(
     results: list[LevelResult] = []
     warm_results: list[LevelResult] = []
     try:
-        with servers.started(work, total) as stack:
+        with servers.started(work, total, runner) as stack:
             # warm-up at the largest level: a just-started process grows its pools
             # (NetaClaw: a keep-alive connection to the model per concurrent call),
             # caches and heap in its first burst; the rounds measure the steady state.
@@ -116,7 +117,7 @@ def _serve(
             turns,
             path=target.path,
             full=server != "direct",
-            pid=target.pid,
+            pids=target.pids,
             idle=idle if server != "direct" else 0.0,
             model_pid=model_pid if server == "netaclaw" else None,
         )
@@ -150,6 +151,13 @@ def main(argv: list[str] | None = None) -> None:
         default=",".join(SERVERS),
         help="which of direct,echo,netaclaw to measure (investigation; --write wants all)",
     )
+    parser.add_argument(
+        "--runner",
+        choices=servers.RUNNERS,
+        default="worker",
+        help="NetaClaw's turns on a job worker process beside the web process (production),"
+        " or inside the web process (make run's runner)",
+    )
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.levels.split(",") if x.strip()]
     if not levels or min(levels) < 1 or max(levels) > 2000 or not 1 <= args.turns <= 20:
@@ -168,13 +176,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.write and measured != SERVERS:
         raise SystemExit("--write records all three servers; drop --servers")
     load = os.getloadavg()
-    rounds, warm = run(levels, args.turns, args.py_spy, measured, args.repeat)
+    rounds, warm = run(levels, args.turns, args.py_spy, measured, args.repeat, args.runner)
     text = report.render(
         report.pooled(rounds),
         command=command,
         turns=args.turns,
         load=load,
         repeat=args.repeat,
+        runner=args.runner,
         rounds=rounds,
         warm=warm,
     )

@@ -129,7 +129,7 @@ async def run_level(
     *,
     path: str = "/ws/chat/",
     full: bool = True,
-    pid: int | None = None,
+    pids: tuple[int, ...] = (),
     idle: float = 0.0,
     model_pid: int | None = None,
 ) -> LevelResult:
@@ -151,7 +151,7 @@ async def run_level(
             continue
         task = asyncio.create_task(chat(ws, sid, turns, start, result, full=full))
         tasks.append((ws, task))
-    server_cpu, model_cpu = CpuClock(pid), CpuClock(model_pid)
+    server_cpu, model_cpu = CpuClock(*pids), CpuClock(model_pid)
     began = time.perf_counter()
     start.set()
     try:
@@ -163,7 +163,7 @@ async def run_level(
         missing = turns * result.clients - len(result.done) - result.errors
         result.error("level timeout", "the level did not finish in time", max(missing, 0))
     result.wall_seconds = time.perf_counter() - began
-    if pid:
+    if pids:
         user, system = server_cpu.spent()
         result.server_cpu_seconds = user + system
         result.server_sys_seconds = system

@@ -101,6 +101,7 @@ def render(
     turns: int,
     load: tuple[float, ...],
     repeat: int = 1,
+    runner: str = "worker",
     rounds: list[LevelResult] | None = None,
     warm: list[LevelResult] | None = None,
 ) -> str:
@@ -113,7 +114,13 @@ def render(
         f"Command: `{command}` — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores "
         f"(load average {load[0]:.1f} when it started), PostgreSQL + Redis on the same machine.",
         "",
-        "One Daphne serves NetaClaw (`DJANGO_DEBUG=0`, channels-redis) against the scripted "
+        (
+            "One Daphne serves NetaClaw's sockets and one job worker (`manage.py run_worker`) "
+            "runs its turns (the production shape; the server CPU below is both processes'), "
+            if runner == "worker"
+            else "One Daphne serves NetaClaw and runs its turns itself (`make run`'s runner), "
+        )
+        + "(`DJANGO_DEBUG=0`, channels-redis) against the scripted "
         "model (`python -m scripted_llm --responder echo`: every answer streamed over the "
         "OpenAI SSE wire); a second Daphne serves `bench/echo_asgi.py`, the yardstick: the "
         "same Channels consumer machinery and channel layer, broadcasting the same six events "

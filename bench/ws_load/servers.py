@@ -10,18 +10,25 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import databases
 from scripted_llm.ports import free_port, wait_listening
 
 ROOT = Path(__file__).resolve().parents[2]
-DB_NAME = "netaclaw_bench_ws_load"
+DB_NAME = databases.unique_name("ws_load")  # this run's own: never anyone else's
 SERVERS = ("direct", "echo", "netaclaw")  # measured in this order at every level
-LOGS = {"netaclaw": "netaclaw.log", "echo": "echo.log", "direct": "echo.log"}
+LOGS = {
+    "netaclaw": "netaclaw.log",
+    "worker": "worker.log",
+    "echo": "echo.log",
+    "direct": "echo.log",
+}
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,12 @@ class Target:
     port: int
     path: str
     pid: int
+    # processes whose CPU counts with the server's: NetaClaw's job worker
+    helper_pids: tuple[int, ...] = ()
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return (self.pid, *self.helper_pids)
 
 
 @dataclass(frozen=True)
@@ -43,12 +56,19 @@ class Stack:
     pairs: list[tuple[str, str]]
 
 
+RUNNERS = ("worker", "inprocess")
+
+
 @contextmanager
-def started(work: Path, clients: int) -> Iterator[Stack]:
-    """Recreate the database, start the scripted model, create ``clients`` users with a
-    session each, start both Daphnes; afterwards stop them all, drop the database and the
-    Redis keys. Process logs go to ``work``."""
+def started(work: Path, clients: int, runner: str = "worker") -> Iterator[Stack]:
+    """Create the database, start the scripted model, create ``clients`` users with a
+    session each, start both Daphnes (and, with the ``worker`` runner, NetaClaw's job
+    worker: the production shape, one web process and one worker); afterwards stop them
+    all, drop the database and the Redis keys. Process logs go to ``work``."""
+    if runner not in RUNNERS:
+        raise ValueError(f"runner must be one of {RUNNERS}")
     env = _base_env(work / "var")
+    env["NETACLAW_RUNNER"] = runner
     model_port, echo_port, app_port = free_port(), free_port(), free_port()
     python = [sys.executable, "-m"]
     daphne = [*python, "daphne", "-b", "127.0.0.1"]
@@ -72,6 +92,9 @@ def started(work: Path, clients: int) -> Iterator[Stack]:
                     port=app_port,
                 )
             )
+            workers = ()
+            if runner == "worker":
+                workers = (stack.enter_context(_worker(env, work / LOGS["worker"])),)
             echo_pid = stack.enter_context(
                 _process(
                     [*daphne, "-p", str(echo_port), "bench.echo_asgi:application"],
@@ -83,7 +106,7 @@ def started(work: Path, clients: int) -> Iterator[Stack]:
             targets = {
                 "direct": Target(echo_port, "/ws/direct/", echo_pid),
                 "echo": Target(echo_port, "/ws/chat/", echo_pid),
-                "netaclaw": Target(app_port, "/ws/chat/", app_pid),
+                "netaclaw": Target(app_port, "/ws/chat/", app_pid, workers),
             }
             yield Stack(targets=targets, model_pid=model_pid, pairs=pairs)
     finally:
@@ -102,8 +125,8 @@ class CpuClock:
     """User and system CPU time a process spent since the clock was made (Linux /proc);
     NaN without a process."""
 
-    def __init__(self, pid: int | None) -> None:
-        self.pid = pid
+    def __init__(self, *pids: int | None) -> None:
+        self.pids = tuple(pid for pid in pids if pid)
         self.start = self._times()
 
     def spent(self) -> tuple[float, float]:
@@ -111,14 +134,17 @@ class CpuClock:
         return user - self.start[0], system - self.start[1]
 
     def _times(self) -> tuple[float, float]:
-        if not self.pid:
+        if not self.pids:
             return float("nan"), float("nan")
-        try:
-            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return float("nan"), float("nan")
+        user = system = 0.0
         tick = os.sysconf("SC_CLK_TCK")
-        return int(fields[11]) / tick, int(fields[12]) / tick
+        for pid in self.pids:  # the server's processes together
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                return float("nan"), float("nan")
+            user, system = user + int(fields[11]) / tick, system + int(fields[12]) / tick
+        return user, system
 
 
 def show_logs(work: Path, servers: set[str]) -> None:
@@ -177,6 +203,23 @@ def _process(cmd: list[str], *, env: dict[str, str], log: Path, port: int) -> It
         stop(proc)
 
 
+@contextmanager
+def _worker(env: dict[str, str], log: Path) -> Iterator[int]:
+    """``manage.py run_worker`` until it says it runs; SIGTERM (its drain) after."""
+    cmd = [sys.executable, "manage.py", "run_worker"]
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while "jobs at once" not in log.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the job worker did not start:\n{log.read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield proc.pid
+    finally:
+        stop(proc, timeout=35)
+
+
 def _base_env(var_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env.update(
@@ -196,25 +239,15 @@ def _base_env(var_dir: Path) -> dict[str, str]:
 
 def _database_url(name: str) -> str:
     """``DATABASE_URL`` with another database name: the same server and credentials."""
-    return os.environ["DATABASE_URL"].rsplit("/", 1)[0] + "/" + name
+    return databases.url_with_database(os.environ["DATABASE_URL"], name)
 
 
 def _recreate_database() -> None:
-    _on_server(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)", f"CREATE DATABASE {DB_NAME}")
+    databases.create(os.environ["DATABASE_URL"], DB_NAME)
 
 
 def _drop_database() -> None:
-    with suppress(Exception):
-        _on_server(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-
-
-def _on_server(*statements: str) -> None:
-    """Run ``statements`` on the database server, outside any transaction."""
-    import psycopg
-
-    with psycopg.connect(_database_url("postgres"), autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement)
+    databases.drop(os.environ["DATABASE_URL"], DB_NAME)
 
 
 def _create_fixtures(env: dict[str, str], clients: int, model_url: str) -> list[tuple[str, str]]:

@@ -123,7 +123,7 @@ def test_compacting_bar_is_a_blue_animated_gradient(page: Page, data, daphne_url
         model_channel=data.channel(context_window=4000),
         auxiliary_model_channel=data.aux_channel(),
     )
-    session = data.session(owner=user, agent=agent, rows=conversation(5, chars=300))
+    session = data.session(owner=user, agent=agent, rows=conversation(8, chars=300))
     data.login(page.context, user, daphne_url)
     open_chat(page, session)
     llm.aux_delay = 1.5
@@ -195,7 +195,7 @@ def test_failure_bubble_in_english_starts_a_new_chat(page: Page, data, daphne_ur
     new chat with the same agent, still in English."""
     user = data.user("english")
     agent = data.agent(name="Helper", model_channel=data.channel())
-    session = data.session(owner=user, agent=agent, rows=conversation(5, chars=300))
+    session = data.session(owner=user, agent=agent, rows=conversation(8, chars=300))
     data.login(page.context, user, daphne_url)
     page.context.add_cookies([{"name": "django_language", "value": "en", "url": daphne_url}])
     page.goto(f"/chat/{session.pk}/")

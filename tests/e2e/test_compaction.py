@@ -142,7 +142,7 @@ def test_manual_compact_from_the_input_and_the_button(
     page: Page, data, daphne_url, llm, readme_shot
 ) -> None:
     user, agent = _setup(data)
-    session = _seeded_session(data, user, agent, turns=5, chars=300)  # far below the threshold
+    session = _seeded_session(data, user, agent, turns=8, chars=300)  # far below the threshold
     data.login(page.context, user, daphne_url)
     sent = record_frames(page)
     open_chat(page, session)
@@ -181,7 +181,7 @@ def test_manual_compact_from_the_input_and_the_button(
 
 def test_views_after_a_live_compaction(page: Page, data, daphne_url, llm, readme_shot) -> None:
     user, agent = _setup(data)
-    session = _seeded_session(data, user, agent, turns=5, chars=300)
+    session = _seeded_session(data, user, agent, turns=8, chars=300)
     data.login(page.context, user, daphne_url)
     open_chat(page, session)
     _send(page, "/compact")
@@ -203,7 +203,7 @@ def test_invalid_auxiliary_channel_shows_the_failure_bubble(page: Page, data, da
     broken = data.aux_channel(name="坏掉的辅助渠道", base_url="http://127.0.0.1:9/v1")
     agent.auxiliary_model_channel = broken
     agent.save()
-    session = _seeded_session(data, user, agent, turns=5, chars=300)
+    session = _seeded_session(data, user, agent, turns=8, chars=300)
     data.login(page.context, user, daphne_url)
     open_chat(page, session)
     _send(page, "/compact")
@@ -227,7 +227,7 @@ def test_invalid_auxiliary_channel_shows_the_failure_bubble(page: Page, data, da
 
 def test_no_auxiliary_model_configured(page: Page, data, daphne_url) -> None:
     user, agent = _setup(data, aux=False)
-    session = _seeded_session(data, user, agent, turns=5, chars=300)
+    session = _seeded_session(data, user, agent, turns=8, chars=300)
     data.login(page.context, user, daphne_url)
     open_chat(page, session)
     _send(page, "/compact")
@@ -261,7 +261,7 @@ def test_a_message_typed_during_compaction_is_queued_and_answered(
     page: Page, data, daphne_url, llm
 ) -> None:
     user, agent = _setup(data)
-    session = _seeded_session(data, user, agent, turns=5, chars=300)
+    session = _seeded_session(data, user, agent, turns=8, chars=300)
     data.login(page.context, user, daphne_url)
     open_chat(page, session)
     llm.aux_delay = 2.5
@@ -289,7 +289,7 @@ def test_a_message_typed_during_compaction_is_queued_and_answered(
 
 def test_the_live_chat_in_english(page: Page, data, daphne_url, llm, readme_shot) -> None:
     user, agent = _setup(data)
-    session = _seeded_session(data, user, agent, turns=5, chars=300)
+    session = _seeded_session(data, user, agent, turns=8, chars=300)
     data.login(page.context, user, daphne_url)
     page.context.add_cookies([{"name": "django_language", "value": "en", "url": daphne_url}])
     page.goto(f"/chat/{session.pk}/")

@@ -21,6 +21,8 @@ from tests.support.chat_page import record_frames, without_headers
 
 GOAL = "把 src/app/main.py 拆分成模块"
 PATHS = ["src/app/main.py", "src/app/config.py", "tests/test_main.py"]
+# enough turns that a summary gains (a shorter middle ends with no_gain: issue 25)
+TURNS = 8
 PORT_NOTE = "注意：代理监听端口 8443 ，构建号 build_7731 ，别忘了。"  # facts no summary keeps
 
 # A structured summary, long enough to stream for a few seconds in small pieces.
@@ -56,7 +58,7 @@ def _setup(data: Any, **agent: Any) -> tuple[Any, ChatSession]:
         auxiliary_model_channel=data.aux_channel(),
         **agent,
     )
-    rows = conversation(5, chars=300, goal=GOAL, paths=PATHS)
+    rows = conversation(TURNS, chars=300, goal=GOAL, paths=PATHS)
     rows[3]["content"] += PORT_NOTE  # turn 1's answer: past the protected head, summarized
     session = data.session(owner=user, agent=agent_row, title="拆分 main.py", rows=rows)
     return user, session
@@ -100,7 +102,7 @@ def test_undo_from_the_bubble_restores_the_messages_in_place(
     page.reload()  # the socket is recorded from its start
     expect(page.locator("#chat")).to_have_attribute("data-ws", "open")
     originals = [m.pk for m in session.messages.order_by("position")]
-    expect(_articles(page, "user")).to_have_count(5)
+    expect(_articles(page, "user")).to_have_count(TURNS)
     _compact(page)
     page.reload()  # the compacted view: the summary in place of the messages it replaced
     expect(page.locator("#chat")).to_have_attribute("data-ws", "open")
@@ -119,8 +121,8 @@ def test_undo_from_the_bubble_restores_the_messages_in_place(
         f"Compaction undone: {len(originals) - kept} messages are back in the context."
     )
     expect(_articles(page, "summary")).to_have_count(0)
-    expect(_articles(page, "user")).to_have_count(5)
-    expect(_articles(page, "assistant")).to_have_count(5)
+    expect(_articles(page, "user")).to_have_count(TURNS)
+    expect(_articles(page, "assistant")).to_have_count(TURNS)
     shown = page.locator(
         "#messages article[data-role=user], #messages article[data-role=assistant]"
     )

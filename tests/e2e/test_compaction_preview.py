@@ -27,7 +27,7 @@ def _setup(data: Any):
         model_channel=data.channel(context_window=4000),
         auxiliary_model_channel=data.aux_channel(),
     )
-    rows = conversation(5, chars=300, goal=GOAL, paths=PATHS)
+    rows = conversation(8, chars=300, goal=GOAL, paths=PATHS)
     return user, data.session(owner=user, agent=agent, title="预览压缩", rows=rows)
 
 

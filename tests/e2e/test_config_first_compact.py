@@ -25,7 +25,7 @@ def _send(page: Page, text: str) -> None:
 
 
 def _chat(data: Any, owner: Any, agent: Agent) -> ChatSession:
-    rows = conversation(5, chars=300, goal="把 main.py 拆成模块", paths=["src/app/main.py"])
+    rows = conversation(8, chars=300, goal="把 main.py 拆成模块", paths=["src/app/main.py"])
     return data.session(owner=owner, agent=agent, title="拆分 main.py", rows=rows)
 
 

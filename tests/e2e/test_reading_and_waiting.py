@@ -116,7 +116,7 @@ def test_waiting_shows_elapsed_time_and_what_for(page: Page, data, daphne_url, l
     channel = data.channel(name="主通道")
     auxiliary = data.aux_channel()
     agent = data.agent(model_channel=channel, auxiliary_model_channel=auxiliary)
-    session = data.session(owner=user, agent=agent, rows=conversation(4, chars=300))
+    session = data.session(owner=user, agent=agent, rows=conversation(8, chars=300))
     data.login(page.context, user, daphne_url)
     open_chat(page, session)
     page.evaluate("() => { document.getElementById('chat').dataset.slowSeconds = '2'; }")

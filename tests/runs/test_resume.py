@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from agents import replay
-from agents.events import CompactionProgress, Delta, TurnDone
+from agents.events import CompactionProgress, Delta, MessageStored, TurnDone
 from scripted_llm import Reply
 from tests.factories import make_agent, make_channel, make_session, make_user
 from tests.support.sockets import connect, receive, receive_until, send, token_for
@@ -125,3 +125,30 @@ async def test_the_redis_log_reads_what_any_process_wrote(settings) -> None:
     await log.record(sid, [Delta(sid, "新", "t10", 1)])  # a new turn drops the last one's
     found = await log.read(sid, 0)
     assert (found.turn_id, found.deltas, found.ended) == ("t10", ((1, "新"),), False)
+
+
+def _user_message(sid: str, *, queued: bool = False) -> MessageStored:
+    message: dict[str, Any] = {"id": 1, "role": "user", "content": "再想想"}
+    if queued:
+        message["queued"] = True
+    return MessageStored(sid, message)
+
+
+async def _a_new_turn_forgets_the_ended_one(log: Any, sid: str) -> None:
+    await log.record(sid, [Delta(sid, "好的。", "t1", 1), TurnDone(sid, turn_id="t1")])
+    await log.record(sid, [_user_message(sid, queued=True)])  # waits: t1's log stands
+    assert (await log.read(sid, 0)).ended
+    await log.record(sid, [_user_message(sid)])  # its turn starts, nothing streamed yet
+    found = await log.read(sid, 0)
+    # a page reloaded now must not be told that a turn ended: its own has just begun
+    assert replay.events_of(sid, found, 0) == []
+
+
+async def test_a_users_message_ends_the_log_of_the_turn_before() -> None:
+    await _a_new_turn_forgets_the_ended_one(replay.MemoryReplay(), "s")
+
+
+@pytest.mark.redis
+async def test_a_users_message_ends_the_redis_log_of_the_turn_before(settings) -> None:
+    log = replay.RedisReplay(settings.REDIS_URL, "netaclaw-test-replay")
+    await _a_new_turn_forgets_the_ended_one(log, "00000000-0000-0000-0000-000000000002")
