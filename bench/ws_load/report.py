@@ -116,9 +116,9 @@ def render(
         "",
         (
             "One Daphne serves NetaClaw's sockets and one job worker (`manage.py run_worker`) "
-            "runs its turns (the production shape; the server CPU below is both processes'), "
+            "runs its turns — the production shape; the server CPU below is both processes' — "
             if runner == "worker"
-            else "One Daphne serves NetaClaw and runs its turns itself (`make run`'s runner), "
+            else "One Daphne serves NetaClaw and runs its turns itself (`make run`'s runner) "
         )
         + "(`DJANGO_DEBUG=0`, channels-redis) against the scripted "
         "model (`python -m scripted_llm --responder echo`: every answer streamed over the "
