@@ -1,7 +1,7 @@
 """``make bench``: every benchmark that can run here, each recording its section.
 
-The WebSocket load benchmark needs the production shape (PostgreSQL + Redis); it runs
-only when ``DATABASE_URL`` and ``REDIS_URL`` point at them.
+The WebSocket load and worker failover benchmarks need the production shape (PostgreSQL +
+Redis); they run only when ``DATABASE_URL`` and ``REDIS_URL`` point at them.
 """
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ def main() -> int:
         "bench.recall_search",
     ]
     if os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL"):
-        modules.append("bench.ws_load")
+        modules += ["bench.ws_load", "bench.worker_failover"]
     else:
-        print("bench.ws_load skipped: set DATABASE_URL=postgres://… and REDIS_URL=redis://…")
+        print(
+            "bench.ws_load and bench.worker_failover skipped: set DATABASE_URL=postgres://… "
+            "and REDIS_URL=redis://…"
+        )
     failed = 0
     for module in modules:
         print(f"== {module}", flush=True)

@@ -1,4 +1,4 @@
-"""``python -m scripted_llm [--port N] [--responder echo|long|tool_then_answer]``: serve
+"""``python -m scripted_llm [--port N] [--responder echo|long|tool_then_answer|slow]``: serve
 until terminated, printing the URL first (benchmarks, subprocess servers)."""
 
 from __future__ import annotations

@@ -181,6 +181,14 @@ def long_responder(body: dict[str, Any], wire: str) -> Action:
     return Reply(text=LONG_TEXT, chunk_size=16)
 
 
+def slow_responder(body: dict[str, Any], wire: str) -> Action:
+    """After 2 s, an answer naming the question it answers (failover benchmarks: which
+    question got which answer, with time for a process to die mid-turn)."""
+    question = _last_message(body).get("content")
+    text = question if isinstance(question, str) else ""
+    return Reply(text=f"answer to: {text}", delay=2.0)
+
+
 def _last_message(body: dict[str, Any]) -> dict[str, Any]:
     messages = [m for m in body.get("messages") or () if isinstance(m, dict)]
     return messages[-1] if messages else {}
@@ -219,6 +227,7 @@ RESPONDERS: dict[str, Responder] = {
     "echo": echo_responder,
     "long": long_responder,
     "tool_then_answer": tool_then_answer_responder,
+    "slow": slow_responder,
 }
 
 
