@@ -6,7 +6,8 @@ killed worker's chats work again?
         [--clients 40] [--turns 3] [--write]
 
 Each client chats in a session of its own over one of the two web processes (alternately),
-sending ``--turns`` messages one after the other, each after the previous ``turn_done``. The
+sending ``--turns`` messages one after the other, each once the previous one's own answer
+and its ``turn_done`` have come. The
 scripted model answers after 2 s, naming the question it answers. One second after the
 clients start, worker A gets SIGKILL. When every chat is quiet the stored histories are read
 back: a question is *answered* when an answer naming it is stored, *lost* when none is,
@@ -51,16 +52,20 @@ async def _client(
     failures: list[str] = []
     try:
         for turn in range(turns):
-            frame = {"type": "chat", "sessionId": sid, "content": f"q{index}-{turn}"}
-            await ws.send(json.dumps(frame))
+            question = f"q{index}-{turn}"
+            await ws.send(json.dumps({"type": "chat", "sessionId": sid, "content": question}))
+            answered = False  # its own answer, then the end of that turn: the next may go
             try:
                 async with asyncio.timeout(TURN_TIMEOUT):
                     while True:
                         event = json.loads(await ws.recv())
-                        if event.get("type") == "turn_done":
+                        message = event.get("message") or {}
+                        if message.get("content") == f"answer to: {question}":
+                            answered = True
+                        elif event.get("type") == "turn_done" and answered:
                             break
             except TimeoutError:
-                failures.append(f"q{index}-{turn}: no turn_done in {TURN_TIMEOUT:.0f} s")
+                failures.append(f"{question}: not answered in {TURN_TIMEOUT:.0f} s")
                 break
             if killed.is_set() and after_kill is None:
                 after_kill = time.monotonic()
@@ -91,13 +96,13 @@ def _histories(url: str, session_ids: list[str]) -> dict[str, list[tuple[str, st
     with psycopg.connect(url) as conn:
         rows = conn.execute(
             "SELECT session_id::text, role, content FROM agents_message "
-            "WHERE session_id = ANY(%s::uuid[]) AND role IN ('user', 'assistant') "
+            "WHERE session_id = ANY(%s::uuid[]) "
             "ORDER BY session_id, position, id",
             (ids,),
         ).fetchall()
     out: dict[str, list[tuple[str, str]]] = {sid: [] for sid in ids}
     for sid, role, content in rows:
-        out[sid].append((role, content))
+        out[sid].append((role, content[:80]))
     return out
 
 
@@ -179,6 +184,7 @@ def run(clients: int, turns: int) -> dict[str, Any]:
         "works_again_max": max(again) if again else float("nan"),
         "works_again_median": sorted(again)[len(again) // 2] if again else float("nan"),
         "client_failures": [f for r in results for f in r["failures"]],
+        "lost_histories": [h for h in histories.values() if _tally({"": h})["lost"]][:3],
     }
 
 
@@ -195,7 +201,7 @@ def render(result: dict[str, Any], command: str) -> str:
             "Two Daphne web processes and two job workers (`manage.py run_worker`) on one "
             f"database and one Redis; {result['clients']} clients, each in a chat of its own "
             f"over one of the two web processes, send {result['turns']} messages one after the "
-            "other; the scripted model answers after 2 s, naming the question. One second in, "
+            "other (each once the one before has its answer); the scripted model answers after 2 s, naming the question. One second in, "
             "worker A gets SIGKILL (every client's first turn is running, half of them on A). "
             "Then the stored histories are read back.",
             "",
@@ -227,6 +233,8 @@ def main(argv: list[str] | None = None) -> None:
     result = run(args.clients, args.turns)
     for failure in result["client_failures"][:5]:
         print("  client:", failure)
+    for history in result["lost_histories"]:
+        print("  a chat with a lost question:", history)
     command = " ".join(
         [".venv/bin/python -m bench.worker_failover", *(argv if argv is not None else sys.argv[1:])]
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from agents import services
 from agents.events import CompactionFailed, MessageStored, ServerEvent
-from agents.leases import TURN, holder_kind
+from agents.leases import TURN, holder_kind, lease_seconds, new_holder
 from agents.models import ChatSession, Role
 from agents.reasons import wire_text
 from agents.selectors import model_visible, queued_since
@@ -31,12 +31,18 @@ class Recovery:
     events: list[ServerEvent] = field(default_factory=list)
     interrupted_turn: bool = False
     continue_attempt: int | None = None  # run the interrupted turn again, as this attempt
+    holder: str = ""  # the lease it runs under, handed over from the dead holder
     queued: bool = False  # messages wait queued: answer them
 
 
-def recover(session_id: str, *, dead: str, attempt: int = 0) -> Recovery:
+def recover(session_id: str, *, dead: str, attempt: int = 0, hand_over: bool = False) -> Recovery:
     """Free the session from ``dead`` (its lease holder) and record what it was doing.
-    Nothing happens when ``dead`` no longer holds the lease."""
+    Nothing happens when ``dead`` no longer holds the lease.
+
+    ``hand_over``: a turn to run again keeps the lease, under a new holder its job adopts
+    (``Recovery.holder``): a message the user sends as soon as they hear of the interruption
+    then waits queued behind it, instead of taking the free lease first and answering the
+    interrupted question and its own under one answer."""
     found = Recovery(session_id)
     session = ChatSession.objects.select_related("agent").filter(pk=session_id).first()
     if session is None or session.lease_holder != dead:
@@ -50,6 +56,14 @@ def recover(session_id: str, *, dead: str, attempt: int = 0) -> Recovery:
             found.events.append(MessageStored(session_id, message))
         if continues_by_itself(attempt):
             found.continue_attempt = attempt + 1
+    if found.continue_attempt is not None and hand_over:
+        holder = new_holder(TURN)
+        if services.lease_acquire(
+            session_id=session_id, holder=holder, seconds=lease_seconds(), take_over=dead
+        ):
+            found.holder = holder
+            found.queued = queued_since(session_id=session_id) is not None
+            return found
     services.lease_release(session_id=session_id, holder=dead)
     found.queued = queued_since(session_id=session_id) is not None
     return found

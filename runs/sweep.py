@@ -72,7 +72,8 @@ def _recover(session_id: str, job: jobs.Job, kwargs: dict[str, Any]) -> list[Rec
     ours = holder == kwargs.get("holder") or f"/job{job.id}:" in holder
     if not ours:
         return []
-    return [recover(session_id, dead=holder, attempt=int(kwargs.get("attempt") or 0))]
+    attempt = int(kwargs.get("attempt") or 0)
+    return [recover(session_id, dead=holder, attempt=attempt, hand_over=True)]
 
 
 async def _announce(found: Recovery) -> None:
@@ -81,8 +82,8 @@ async def _announce(found: Recovery) -> None:
     if found.interrupted_turn:
         turn_id = (await replay.read(sid)).turn_id
         events.append(TurnDone(sid, turn_id=turn_id, interrupted=True))
-    await apublish(sid, *events)
-    if found.continue_attempt is not None:
-        await worker.defer_retry_async(sid, "", attempt=found.continue_attempt)
+    if found.continue_attempt is not None:  # its job adopts the lease handed over
+        await worker.defer_retry_async(sid, found.holder, attempt=found.continue_attempt)
     elif found.queued:
         await worker.defer_queued_async(sid)
+    await apublish(sid, *events)

@@ -93,3 +93,28 @@ def test_make_run_starting_again_takes_every_lease_back():
     _held(second, "c/old:host:1:def")
     assert len(recover_after_restart()) == 2
     assert not ChatSession.objects.exclude(lease_holder="").exists()
+
+
+def test_a_turn_run_again_keeps_the_lease_for_its_job_and_a_new_message_waits_queued():
+    """The sweep hands the lease over (``hand_over``): a message the user sends as soon as
+    they hear of the interruption must wait behind the re-run, not take the free lease and
+    answer both questions at once (bench.worker_failover: 21 of 120 questions lost)."""
+    session = make_session()
+    user_message_append(session=session, content="第一问")
+    _held(session, "t/job9:host:1:abc")
+
+    found = recover(str(session.pk), dead="t/job9:host:1:abc", hand_over=True)
+
+    held = ChatSession.objects.get(pk=session.pk)
+    assert found.continue_attempt == 1
+    assert found.holder and held.lease_holder == found.holder != "t/job9:host:1:abc"
+    assert found.holder.startswith("t/") and held.lease_expires_at > timezone.now()
+
+
+def test_without_a_re_run_nothing_is_handed_over():
+    session = make_session()
+    user_message_append(session=session, content="再来")
+    _held(session, "t/x:host:1:abc")
+    found = recover(str(session.pk), dead="t/x:host:1:abc", attempt=1, hand_over=True)
+    assert found.continue_attempt is None and found.holder == ""
+    assert ChatSession.objects.get(pk=session.pk).lease_holder == ""
