@@ -10,6 +10,12 @@ background compaction on (the summary is prepared from the soft threshold while 
 types) and off (the compaction runs inside the turn that crosses the threshold).
 
     .venv/bin/python -m bench.background_compaction [--aux-seconds 5] [--think 6] [--write]
+    DATABASE_URL=postgres://… REDIS_URL=redis://… .venv/bin/python -m \
+        bench.background_compaction --worker [--aux-seconds 30]
+
+``--worker``: the production shape — the summary is prepared by a job worker process
+(``manage.py run_worker``), and the crossing turn runs in this process, which applies what
+the worker stored (the head start is in the database, seen by every process).
 
 Reported per mode: the median normal turn, the crossing turn, their ratio (target with
 background compaction: ≤ 1.2×) and the crossing turn's extra milliseconds.
@@ -21,9 +27,14 @@ import argparse
 import asyncio
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bench.chat_turn import _configure_database, _one_turn, _prepare_database
@@ -143,8 +154,13 @@ def run_mode(mode: str, base_url: str, think: float, max_turns: int = 12) -> Mod
 
 
 def render(results: list[ModeResult], command: str, args: argparse.Namespace) -> str:
+    where = (
+        " on a worker (prepared in another process)"
+        if args.worker
+        else " (the turn that crosses the threshold)"
+    )
     lines = [
-        "## Background compaction (the turn that crosses the threshold)",
+        "## Background compaction" + where,
         "",
         f"Command: `{command}` — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
         f"database {os.environ['DATABASE_URL'].split(':', 1)[0]}. Window {WINDOW} tokens, "
@@ -171,25 +187,64 @@ def render(results: list[ModeResult], command: str, args: argparse.Namespace) ->
     return "\n".join(lines)
 
 
+@contextmanager
+def _worker() -> Iterator[None]:
+    """A job worker on this run's database: it prepares the summaries."""
+    log = Path(tempfile.mkdtemp(prefix="netaclaw-bg-")) / "worker.log"
+    cmd = [sys.executable, "manage.py", "run_worker"]
+    root = Path(__file__).resolve().parents[1]
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while "jobs at once" not in log.read_text(errors="replace"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the job worker did not start:\n{log.read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=40)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--aux-seconds", type=float, default=5.0)
     parser.add_argument("--model-seconds", type=float, default=1.0)
     parser.add_argument("--think", type=float, default=6.0)
+    parser.add_argument(
+        "--worker", action="store_true", help="prepare on a job worker process (PostgreSQL + Redis)"
+    )
     parser.add_argument("--write", action="store_true", help="record the table in BENCHMARKS.md")
     args = parser.parse_args()
-    _configure_database()
+    if args.worker:
+        if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not os.environ.get(
+            "REDIS_URL"
+        ):
+            raise SystemExit("--worker needs DATABASE_URL=postgres://… and REDIS_URL=redis://…")
+        os.environ["NETACLAW_RUNNER"] = "worker"
+    _configure_database(keep_redis=args.worker)
     _prepare_database()
-    with ScriptedLLMServer(responder=_responder(args.aux_seconds, args.model_seconds)) as server:
+    with ExitStack() as stack:
+        server = stack.enter_context(
+            ScriptedLLMServer(responder=_responder(args.aux_seconds, args.model_seconds))
+        )
+        if args.worker:
+            stack.enter_context(_worker())
         results = [
             run_mode(mode, server.openai_base_url, args.think)
             for mode in ("background", "in the turn")
         ]
-    command = "python -m bench.background_compaction" + (" --write" if args.write else "")
+    flags = [f"--aux-seconds {args.aux_seconds:g}"] if args.aux_seconds != 5.0 else []
+    flags += ["--worker"] * args.worker + ["--write"] * args.write
+    command = " ".join(["python -m bench.background_compaction", *flags])
+    if args.worker:
+        command = "DATABASE_URL=postgres://… REDIS_URL=redis://… " + command
     text = render(results, command, args)
     print(text)
     if args.write:
-        write_section(text, "## Background compaction")
+        heading = "## Background compaction" + (" on a worker" if args.worker else "")
+        write_section(text, heading)
 
 
 if __name__ == "__main__":

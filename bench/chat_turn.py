@@ -31,7 +31,7 @@ from bench.report import write_section
 from scripted_llm import ScriptedLLMServer
 
 
-def _configure_database() -> None:
+def _configure_database(*, keep_redis: bool = False) -> None:
     url = os.environ.get("DATABASE_URL", "")
     if url.startswith("postgres"):  # a database of this run, dropped at exit
         os.environ["DATABASE_URL"] = databases.create_unique(url, "chat_turn")
@@ -39,7 +39,8 @@ def _configure_database() -> None:
         folder = Path(tempfile.mkdtemp(prefix="netaclaw-bench-"))
         os.environ["DATABASE_URL"] = f"sqlite:///{folder / 'bench.sqlite3'}"
         os.environ["NETACLAW_VAR_DIR"] = str(folder / "var")
-    os.environ.pop("REDIS_URL", None)
+    if not keep_redis:
+        os.environ.pop("REDIS_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "netaclaw.settings")
 
 
