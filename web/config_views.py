@@ -111,7 +111,7 @@ def _agent_page(request: HttpRequest, form: AgentForm, agent: Agent | None) -> H
 @require_http_methods(["GET", "POST"])
 def agent_new(request: HttpRequest) -> HttpResponse:
     """Everyone may create agents of their own; staff may share one with every user."""
-    form = _agent_form(request)
+    form = _agent_form(request, initial=AgentForm.initial_for_new())
     if request.method == "POST" and form.is_valid():
         try:
             agent = agent_create(creator=request.user, **form.settings())

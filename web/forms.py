@@ -282,6 +282,12 @@ class AgentForm(forms.Form):
             )
 
     @classmethod
+    def initial_for_new(cls) -> AgentInitial:
+        """A new agent's page starts at the defaults the model (and the API) give: a range
+        input with no value would sit at its middle (65%, where the API says 70)."""
+        return {**cls.initial_for(Agent()), "shared": False}
+
+    @classmethod
     def initial_for(cls, agent: Agent) -> AgentInitial:
         return {
             "name": agent.name,

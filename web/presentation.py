@@ -324,7 +324,7 @@ class MeterView:
         share = 100 * self.used
         if share > DANGER_PERCENT * self.max:
             return "danger"
-        if share < self.threshold_percent * self.max:
+        if not self.over_threshold:  # the percentage or the agent's token cap, whichever first
             return "ok"
         return "warn"
 
@@ -334,7 +334,12 @@ class MeterView:
 
     @property
     def threshold_css(self) -> str:
-        return f"{self.threshold_percent}%"
+        """Where the marker stands: where compaction fires — a token cap below the
+        percentage moves it (issue 26 item 8: with a 1,500-token cap the bar sat green under
+        its 65% marker while compaction fired at 1,733)."""
+        if not self.max:
+            return f"{self.threshold_percent}%"
+        return f"{round(min(100.0, 100.0 * self.reading.threshold_tokens / self.max), 2):g}%"
 
     @property
     def used_display(self) -> str:

@@ -214,3 +214,25 @@ def test_failure_bubble_in_english_starts_a_new_chat(page: Page, data, daphne_ur
     assert ChatSession.objects.filter(owner=user).count() == 1
     expect(page.get_by_label("Message", exact=True)).to_be_visible()
     expect(page.locator("#new-chat-agent")).to_have_value(str(agent.pk))
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_token_cap_sets_the_bars_marker_and_colour(page: Page, data, daphne_url, width) -> None:
+    """Issue 26 item 8: with a 1,500-token cap compaction fired at 1,733 while the bar sat
+    green below its percentage marker. The marker stands at the cap; past it the bar is
+    orange."""
+    page.set_viewport_size({"width": width, "height": 844})
+    user = data.user(f"cap-{width}")
+    channel = data.channel(context_window=8000)
+    agent = data.agent(model_channel=channel, compaction_token_cap=1500)
+    session = data.session(owner=user, agent=agent, title="cap", rows=conversation(1, chars=40))
+    data.login(page.context, user, daphne_url)
+    _use(session, 1733)
+    open_chat(page, session)
+    bar = page.get_by_role("progressbar")
+    expect(bar).to_have_attribute("data-state", "warn")
+    assert _style(page.locator("#token-bar .token-fill"), "backgroundColor")[0] == ORANGE
+    box = bar.bounding_box()
+    tick = page.locator("#token-bar .token-threshold").bounding_box()
+    at = box["x"] + box["width"] * 1500 / 8000  # 18.75%, not the threshold's 70%
+    assert abs(tick["x"] + tick["width"] / 2 - at) <= 1.5

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import Page, expect
 
+from agents.models import Agent
 from agents.services import compaction_apply, message_append
+from agents.validation import THRESHOLD_PERCENT_DEFAULT
 from tests.e2e.support import conversation
 from tests.support.event_records import system_event_append
 
@@ -347,3 +350,21 @@ def test_admin_pages_load_cleanly(page: Page, data, daphne_url) -> None:
             response = page.goto(url)
             assert response is not None and response.status == 200, url
             page.wait_for_load_state("networkidle")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_new_agent_starts_at_the_threshold_the_api_gives(
+    page: Page, data, daphne_url, width
+) -> None:
+    """Issue 26 item 8: the new agent's slider had no value, so the browser centred it at
+    65% while the API gave 70."""
+    page.set_viewport_size({"width": width, "height": 844})
+    user = data.user(f"new-agent-{width}")
+    data.login(page.context, user, daphne_url)
+    page.goto(f"{daphne_url}/agents/new/")
+    slider = page.locator("#id_compaction_threshold_percent")
+    expect(slider).to_have_value(str(THRESHOLD_PERCENT_DEFAULT))
+    expect(page.locator("output[data-range-output=id_compaction_threshold_percent]")).to_have_text(
+        f"{THRESHOLD_PERCENT_DEFAULT}%"
+    )
+    assert Agent().compaction_threshold_percent == THRESHOLD_PERCENT_DEFAULT  # what the API gives

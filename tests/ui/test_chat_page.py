@@ -394,3 +394,19 @@ def test_a_paused_automatic_compaction_is_shown_with_its_reason(
     page = parse(client.get(f"/chat/{session.pk}/").content)
     (paused,) = page.find_all(lambda n: n.get("data-testid") == "auto-compaction-paused")
     assert label in paused.text() and (manual or "/compact still works.") in paused.text()
+
+
+@pytest.mark.parametrize(("used", "state"), [(1400, "ok"), (1733, "warn")])
+def test_a_token_cap_moves_the_marker_and_the_colour(zh_client, user, channel, used, state):
+    """Issue 26 item 8: with a 1,500-token cap compaction fired at 1,733 while the bar sat
+    green under its percentage marker. The marker stands at the cap, the colour follows it."""
+    agent = make_agent(model_channel=channel, compaction_token_cap=1500)
+    session = make_session(owner=user, agent=agent)
+    reply = message_append(session=session, role="assistant", content="a")
+    session_record_usage(
+        session=session, input_tokens=used, output_tokens=1, input_position=reply.position
+    )
+    bar = parse(zh_client.get(f"/chat/{session.pk}/").content).by_id("token-bar")
+    assert bar.get("data-state") == state
+    cap_at = f"{round(100 * 1500 / channel.context_window, 2):g}%"
+    assert bar.has_class("token-threshold")[0].get("style") == f"left: {cap_at}"
