@@ -27,8 +27,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +37,7 @@ from typing import Any
 
 from bench.chat_turn import _configure_database, _one_turn, _prepare_database
 from bench.report import write_section
+from bench.ws_load.servers import job_worker
 from scripted_llm import ScriptedLLMServer
 from scripted_llm.server import Reply
 
@@ -191,20 +190,8 @@ def render(results: list[ModeResult], command: str, args: argparse.Namespace) ->
 def _worker() -> Iterator[None]:
     """A job worker on this run's database: it prepares the summaries."""
     log = Path(tempfile.mkdtemp(prefix="netaclaw-bg-")) / "worker.log"
-    cmd = [sys.executable, "manage.py", "run_worker"]
-    root = Path(__file__).resolve().parents[1]
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=root, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 30
-        while "jobs at once" not in log.read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the job worker did not start:\n{log.read_text()[-2000:]}")
-            time.sleep(0.1)
+    with job_worker(dict(os.environ), log):
         yield
-    finally:
-        proc.terminate()
-        proc.wait(timeout=40)
 
 
 def main() -> None:

@@ -167,8 +167,8 @@ def run(clients: int, turns: int) -> dict[str, Any]:
                         port=port,
                     )
                 )
-            victim = stack.enter_context(servers._worker(env, work / "worker-a.log"))
-            stack.enter_context(servers._worker(env, work / "worker-b.log"))
+            victim = stack.enter_context(servers.job_worker(env, work / "worker-a.log"))
+            stack.enter_context(servers.job_worker(env, work / "worker-b.log"))
             results, killed_at = asyncio.run(
                 _clients(ports, pairs, turns, lambda: os.kill(victim, signal.SIGKILL))
             )

@@ -94,7 +94,7 @@ def started(work: Path, clients: int, runner: str = "worker") -> Iterator[Stack]
             )
             workers = ()
             if runner == "worker":
-                workers = (stack.enter_context(_worker(env, work / LOGS["worker"])),)
+                workers = (stack.enter_context(job_worker(env, work / LOGS["worker"])),)
             echo_pid = stack.enter_context(
                 _process(
                     [*daphne, "-p", str(echo_port), "bench.echo_asgi:application"],
@@ -204,7 +204,7 @@ def _process(cmd: list[str], *, env: dict[str, str], log: Path, port: int) -> It
 
 
 @contextmanager
-def _worker(env: dict[str, str], log: Path) -> Iterator[int]:
+def job_worker(env: dict[str, str], log: Path) -> Iterator[int]:
     """``manage.py run_worker`` until it says it runs; SIGTERM (its drain) after."""
     cmd = [sys.executable, "manage.py", "run_worker"]
     with log.open("w") as out:
