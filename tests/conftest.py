@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Iterator
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.conf import settings
 
 pytest_plugins = ["tests.support.fixtures"]
@@ -51,6 +54,38 @@ def _isolated_var_dir(request, tmp_path):
     settings = request.getfixturevalue("settings")
     settings.VAR_DIR = tmp_path / "var"
     settings.NETACLAW = {**settings.NETACLAW, "WORKSPACE_ROOT": tmp_path / "var" / "workspaces"}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_channel_layer(request) -> Iterator[None]:
+    """A new channel-layer instance per test.
+
+    Each async test runs on its own event loop, but ``get_channel_layer()`` caches one
+    instance per process. channels-redis keeps asyncio locks in it; a consumer that was
+    receiving when a test's loop closed leaves its lock held and bound to that dead
+    loop, and the next test's consumers then fail with "Lock … is bound to a different
+    event loop" (or hang). Production runs one loop per process, so this is test-only.
+    """
+    if not _django_active(request.config):
+        yield
+        return
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+    yield
+    layer = channel_layers.backends.get("default")
+    if layer is not None and hasattr(layer, "flush") and not _loop_running():
+        async_to_sync(layer.flush)()  # Redis: drop this test's groups too
+    channel_layers.backends.clear()
+
+
+def _loop_running() -> bool:
+    """A loop runs in this thread (Playwright's sync API): no ``async_to_sync`` here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 @pytest.fixture
