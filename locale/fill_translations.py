@@ -12,6 +12,7 @@ fuzzy guesses are dropped); the seed's Chinese wording
 from __future__ import annotations
 
 import re
+import runpy
 import sys
 from pathlib import Path
 
@@ -803,6 +804,16 @@ ZH.update(
 
 
 EN: dict[str, str | list[str]] = {}
+
+
+def _feature_tables() -> None:
+    """Add the tables in ``locale/zh/*.py`` (one module per feature, each with a ``ZH`` dict):
+    features built side by side each keep their wording in a file of their own."""
+    for module in sorted((HERE / "zh").glob("*.py")):
+        ZH.update(runpy.run_path(str(module))["ZH"])
+
+
+_feature_tables()
 
 _ENTRY_KEY = re.compile(r'^(msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?) "(.*)"$')
 
