@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -32,18 +33,31 @@ STALLED_SECONDS = 6.0
 SWEEP_SECONDS = 3.0
 
 
-async def sweep_forever(app: App) -> None:
+async def sweep_forever(app: App, own_worker: Callable[[], int | None]) -> None:
+    """``own_worker``: the id of the worker this sweep runs beside, once registered."""
     while True:
         try:
-            await sweep_once(app)
+            await sweep_once(app, own_worker())
         except Exception:  # a failed sweep is tried again at the next one
             logger.exception("the sweep of stalled jobs failed")
         await asyncio.sleep(SWEEP_SECONDS)
 
 
-async def sweep_once(app: App) -> int:
-    """Settle every stalled job; how many there were."""
-    stalled = list(await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_SECONDS))
+async def sweep_once(app: App, own_worker_id: int | None = None) -> int:
+    """Settle every stalled job of another worker; how many there were.
+
+    The sweeping worker is alive by definition. Under load its event loop can run the
+    sweep before its own heartbeat after a long stall: it would then settle its own
+    running turns (an interrupted ``turn_done`` mid-answer) and prune its own row, after
+    which every job it runs counts as stalled. So it beats first and never judges itself.
+    """
+    if own_worker_id is not None:
+        await app.job_manager.update_heartbeat(own_worker_id)
+    stalled = [
+        job
+        for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_SECONDS)
+        if own_worker_id is None or job.worker_id != own_worker_id
+    ]
     for job in stalled:
         await _settle(app, job)
     if stalled:

@@ -60,13 +60,13 @@ def run(
                 # background load does not always fall on the same server
                 order = measured if round_no % 2 == 0 else measured[::-1]
                 for server in order:
-                    spy = None
+                    spies = []
                     profiled = round_no == 0 and level == max(levels) and server != "direct"
                     if py_spy and profiled:
                         out = Path(py_spy)
-                        spy = servers.start_py_spy(
-                            stack.targets[server].pid, str(out.with_stem(f"{out.stem}.{server}"))
-                        )
+                        for number, pid in enumerate(stack.targets[server].pids):
+                            stem = f"{out.stem}.{server}" + (f".worker{number}" if number else "")
+                            spies.append(servers.start_py_spy(pid, str(out.with_stem(stem))))
                     result = _serve(
                         stack,
                         server,
@@ -76,8 +76,9 @@ def run(
                         idle=IDLE_SECONDS,
                         model_pid=stack.model_pid,
                     )
-                    if spy is not None:
-                        servers.stop(spy, signal.SIGINT, timeout=30)
+                    for spy in spies:
+                        if spy is not None:
+                            servers.stop(spy, signal.SIGINT, timeout=30)
                     result.round = round_no
                     results.append(result)
                     print(

@@ -23,11 +23,11 @@ from scripted_llm.ports import free_port, wait_listening
 ROOT = Path(__file__).resolve().parents[2]
 DB_NAME = databases.unique_name("ws_load")  # this run's own: never anyone else's
 SERVERS = ("direct", "echo", "netaclaw")  # measured in this order at every level
+# each measured server's logs (NetaClaw's turns run in its job worker)
 LOGS = {
-    "netaclaw": "netaclaw.log",
-    "worker": "worker.log",
-    "echo": "echo.log",
-    "direct": "echo.log",
+    "netaclaw": ("netaclaw.log", "worker.log"),
+    "echo": ("echo.log",),
+    "direct": ("echo.log",),
 }
 
 
@@ -88,18 +88,18 @@ def started(work: Path, clients: int, runner: str = "worker") -> Iterator[Stack]
                 _process(
                     [*daphne, "-p", str(app_port), "netaclaw.asgi:application"],
                     env=env,
-                    log=work / LOGS["netaclaw"],
+                    log=work / LOGS["netaclaw"][0],
                     port=app_port,
                 )
             )
             workers = ()
             if runner == "worker":
-                workers = (stack.enter_context(job_worker(env, work / LOGS["worker"])),)
+                workers = (stack.enter_context(job_worker(env, work / LOGS["netaclaw"][1])),)
             echo_pid = stack.enter_context(
                 _process(
                     [*daphne, "-p", str(echo_port), "bench.echo_asgi:application"],
                     env=env,
-                    log=work / LOGS["echo"],
+                    log=work / LOGS["echo"][0],
                     port=echo_port,
                 )
             )
@@ -149,7 +149,7 @@ class CpuClock:
 
 def show_logs(work: Path, servers: set[str]) -> None:
     """The end of each named server's log (from its first traceback), before the folder goes."""
-    for name in sorted({LOGS[s] for s in servers}):
+    for name in sorted({log for s in servers for log in LOGS[s]}):
         log = work / name
         if log.exists():
             lines = log.read_text(errors="replace").splitlines()

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from procrastinate.contrib.django import app
 from procrastinate.contrib.django.django_connector import DjangoConnector
+from procrastinate.worker import Worker
 
 from runs import sweep, worker
 
@@ -47,16 +48,21 @@ class Command(BaseCommand):
 
 async def _work(name: str, concurrency: int) -> None:
     async with app.open_async():
-        sweeper = asyncio.create_task(sweep.sweep_forever(app))
+        app.perform_import_paths()
+        # built here rather than by ``app.run_worker_async`` so the sweep knows which
+        # worker it runs beside (it never settles that one's jobs)
+        job_worker = Worker(
+            app=app,
+            queues=[worker.SESSIONS, worker.BACKGROUND],
+            name=name,
+            concurrency=concurrency,
+            shutdown_graceful_timeout=worker.SHUTDOWN_GRACE_SECONDS,
+            update_heartbeat_interval=sweep.HEARTBEAT_SECONDS,
+            stalled_worker_timeout=sweep.STALLED_SECONDS,
+            install_signal_handlers=True,
+        )
+        sweeper = asyncio.create_task(sweep.sweep_forever(app, lambda: job_worker.worker_id))
         try:
-            await app.run_worker_async(
-                queues=[worker.SESSIONS, worker.BACKGROUND],
-                name=name,
-                concurrency=concurrency,
-                shutdown_graceful_timeout=worker.SHUTDOWN_GRACE_SECONDS,
-                update_heartbeat_interval=sweep.HEARTBEAT_SECONDS,
-                stalled_worker_timeout=sweep.STALLED_SECONDS,
-                install_signal_handlers=True,
-            )
+            await job_worker.run()
         finally:
             sweeper.cancel()
