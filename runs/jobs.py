@@ -141,9 +141,16 @@ async def run_compaction(
     return await _units(lease, unit, reply_to)
 
 
-async def run_queued(session_id: str) -> JobOutcome:
-    """Answer what waits queued in the session (its last holder died with it queued)."""
-    lease = await SessionLease.await_free(session_id, TURN)
+async def run_queued(session_id: str, *, wait: bool = True) -> JobOutcome | None:
+    """Answer what waits queued in the session (its last holder died with it queued).
+    ``wait=False``: one try at the lease — None while another holder has it."""
+    if wait:
+        lease = await SessionLease.await_free(session_id, TURN)
+    else:
+        found = await SessionLease.aacquire(session_id, TURN)
+        if found is None:
+            return None
+        lease = found
     return await _units(lease, _queued_turn, "")
 
 

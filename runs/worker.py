@@ -26,6 +26,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Coroutine
+from datetime import timedelta
 from typing import Any
 
 from procrastinate import JobContext, exceptions
@@ -33,6 +34,7 @@ from procrastinate.contrib.django import app
 from procrastinate.job_context import AbortReason
 
 from agents.leases import current_tag, held_here
+from chat import control
 from runs import jobs
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ RETRY_TASK = "netaclaw.session_retry"
 COMPACT_TASK = "netaclaw.session_compaction"
 PREPARE_TASK = "netaclaw.prepare_summary"
 QUEUED_TASK = "netaclaw.session_queued"
+QUEUED_MARGIN = timedelta(seconds=1)  # after the lease's expiry, the queue's job tries it
 
 
 async def _guarded(context: JobContext, session_id: str, work: Coroutine[Any, Any, Any]) -> None:
@@ -98,7 +101,18 @@ async def session_compaction(
 
 @app.task(name=QUEUED_TASK, queue=SESSIONS, pass_context=True)
 async def session_queued(context: JobContext, session_id: str) -> None:
-    await _guarded(context, session_id, jobs.run_queued(session_id))
+    await _guarded(context, session_id, _queued_or_later(session_id))
+
+
+async def _queued_or_later(session_id: str) -> jobs.JobOutcome | None:
+    """Run when the lease a message queued behind would have expired: a holder still alive
+    then answers the queue itself when it releases the lease, so this job only asks again
+    (at the new expiry) while a message still waits. It never holds a worker's slot while
+    it waits: 500 queued messages polling the lease every 0.5 s starved the turns."""
+    outcome = await jobs.run_queued(session_id, wait=False)
+    if outcome is None and await control.earliest_queued(session_id) is not None:
+        await defer_queued_async(session_id)
+    return outcome
 
 
 @app.task(name=PREPARE_TASK, queue=BACKGROUND)
@@ -125,9 +139,13 @@ async def defer_retry_async(
 
 
 async def defer_queued_async(session_id: str) -> None:
+    """The queue's safety net: a job at the moment the session's lease would expire (now,
+    when it is free), should its holder die without answering it."""
+    expires = await control.lease_expires_at(session_id)
+    when = expires + QUEUED_MARGIN if expires is not None else None
     try:
         await app.configure_task(
-            QUEUED_TASK, queue=SESSIONS, queueing_lock=f"queued:{session_id}"
+            QUEUED_TASK, queue=SESSIONS, queueing_lock=f"queued:{session_id}", schedule_at=when
         ).defer_async(session_id=session_id)
     except exceptions.AlreadyEnqueued:
         pass

@@ -206,3 +206,41 @@ def test_sigterm_mid_compaction_every_process_exits_within_30_s_and_the_session_
     assert [row for row in after if row in before] == before, "the history is unchanged"
     record = CompactionRecord.objects.get(session_id=sid)
     assert (record.status, record.reason) == ("interrupted", "compaction_interrupted")
+
+
+def _queued_jobs() -> list[tuple[str, float]]:
+    """The queue's safety-net jobs: (status, seconds until they are due)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT status, extract(epoch FROM scheduled_at - now()) FROM procrastinate_jobs"
+            " WHERE task_name = 'netaclaw.session_queued'"
+        )
+        return [(str(status), float(due or 0)) for status, due in cursor.fetchall()]
+
+
+def test_a_message_queued_behind_a_gone_holder_waits_as_a_scheduled_job_then_is_answered(
+    tmp_path,
+) -> None:
+    """A message queued behind a holder that never comes back (a lease no job holds) is
+    answered once that lease expires, by a job scheduled for then: it holds no worker slot
+    while it waits (polling jobs starved the turns at 500 queued messages)."""
+    from agents import services
+
+    with ScriptedLLMServer(responder=lambda b, w: Reply(text="迟到的回答。")) as llm:
+        token, sid = _world(llm)
+        with deployment(tmp_path / "var") as live:
+            gone = services.lease_acquire(session_id=sid, holder="turn:gone/process:1", seconds=6)
+            assert gone
+            ws = SyncSocket(live.webs[0].port, token)
+            ws.send({"type": "chat", "sessionId": sid, "content": "有人吗"})
+            queued = ws.until("message")
+            waiting = _queued_jobs()
+            answered = ws.until("turn_done", timeout=30)
+            ws.close()
+    assert queued[-1]["message"].get("queued") is True
+    assert [status for status, _due in waiting] == ["todo"]
+    assert 1 < waiting[0][1] <= 8  # due when the lease expires, not polling now
+    assert "".join(e["text"] for e in answered if e["type"] == "delta") == "迟到的回答。"
+    assert _answers(sid) == [("user", "有人吗"), ("assistant", "迟到的回答。")]
