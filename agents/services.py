@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -54,12 +55,20 @@ def session_create(*, owner: Any, agent: Agent, title: str = "") -> ChatSession:
 
 
 def session_start(
-    *, owner: Any, agent: Agent, content: str, holder: str, lease_seconds: float
+    *,
+    owner: Any,
+    agent: Agent,
+    content: str,
+    holder: str,
+    lease_seconds: float,
+    session_id: uuid.UUID | None = None,
 ) -> tuple[ChatSession, Message]:
     """A new chat and its first message, stored together (a chat is never stored empty):
-    titled by the message, its turn lease already ``holder``'s, so its first turn runs."""
+    titled by the message, its turn lease already ``holder``'s, so its first turn runs.
+    ``session_id``: the id chosen beforehand (a socket joins its events' group first)."""
     with transaction.atomic():
         session = ChatSession.objects.create(
+            id=session_id or uuid.uuid4(),
             owner=owner,
             agent=agent,
             title=title_from_message(content),

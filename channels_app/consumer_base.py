@@ -85,6 +85,12 @@ class EventSocketConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_add(group, self.channel_name)
             self.joined = {*self.joined, group}
 
+    async def leave_group(self, session_id: str) -> None:
+        group = session_group(session_id)
+        if group in self.joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+            self.joined = self.joined - {group}
+
     async def leave_groups(self) -> None:
         for group in self.joined:
             await self.channel_layer.group_discard(group, self.channel_name)

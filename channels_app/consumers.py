@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs
@@ -24,7 +25,7 @@ from django.utils import translation
 
 from agents import replay
 from agents.access import SessionNotFound, session_for_user
-from agents.broadcast import apublish_to_owner
+from agents.broadcast import apublish_to_owner, session_group
 from agents.events import Delta, ErrorEvent, MessageStored, ServerEvent, TurnDone
 from agents.leases import TURN, lease_seconds, new_holder, stop_here
 from agents.selectors import streamed_until
@@ -110,7 +111,14 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
 
     async def on_chat(self, frame: ChatFrame) -> None:
         """The access check, the store, the session's turn lease and (when it was free) the
-        turn's reads are one trip to the database; else the message is queued."""
+        turn's reads are one trip to the database; else the message is queued.
+
+        The session's group is joined before: a worker may run the turn as soon as its job
+        is stored, and its first events must find this socket listening (joined after,
+        a first turn under load lost its pieces, or all of it)."""
+        if not self._listening(frame.session_id):
+            if await self.join_session(frame.session_id) is None:
+                return
         accepted = await accept_chat(
             self.user,
             frame.session_id,
@@ -126,7 +134,10 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
         await self.submit_accepted(accepted)
 
     async def on_new_chat(self, frame: NewChatFrame) -> None:
-        """The first message of a chat not stored yet: the chat is stored with it."""
+        """The first message of a chat not stored yet: the chat is stored with it, under
+        an id chosen here so this socket listens to its group before its turn can start."""
+        new_id = uuid.uuid4()
+        await self.join_group(str(new_id))
         accepted = await accept_new_chat(
             self.user,
             frame.agent_id,
@@ -135,7 +146,10 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             lease_seconds(),
             runner.turn_deferrer(),
             self.channel_name,
+            new_id,
         )
+        if accepted is None or not accepted.session_id:
+            await self.leave_group(str(new_id))
         if accepted is None:
             await self.send_event(ErrorEvent("no such agent", "unknown_agent"))
             return
@@ -226,6 +240,12 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
         (``chat.control``); nothing is sent to the client."""
         if message.get("action") == "stop":
             stop_here(str(message.get("session_id", "")), str(message.get("holder", "")))
+
+    def _listening(self, raw_session_id: str) -> bool:
+        try:
+            return session_group(raw_session_id) in self.joined
+        except ValueError:  # not an id: the gate refuses it
+            return False
 
     async def join_session(self, raw_session_id: str) -> str | None:
         """Access check through the one gate; unknown and foreign look the same."""

@@ -242,11 +242,12 @@ def _accept_new_chat(
     seconds: float,
     defer: DeferTurn | None = None,
     reply_to: str = "",
+    session_id: uuid.UUID | None = None,
 ) -> AcceptedChat | None:
     """The first message of a new chat with one of the user's agents: the chat and the
     message are stored together (New chat stores nothing before it), its lease is
     ``holder``'s and its turn's reads are done (or its job stored). None: not an agent of
-    this user's."""
+    this user's. ``session_id``: the new chat's id, chosen by the caller."""
     try:
         agent = agent_for_user(user=user, agent_id=agent_id)
     except LookupError:
@@ -256,7 +257,12 @@ def _accept_new_chat(
         return AcceptedChat("", (), refusal=replace(refusal, session_id=None))
     with transaction.atomic():
         session, stored = services.session_start(
-            owner=user, agent=agent, content=content, holder=holder, lease_seconds=seconds
+            owner=user,
+            agent=agent,
+            content=content,
+            holder=holder,
+            lease_seconds=seconds,
+            session_id=session_id,
         )
         started = _started(session, holder, defer, reply_to)
     sid = str(session.pk)

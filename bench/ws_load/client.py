@@ -38,7 +38,7 @@ class LevelResult:
         self.errors += count
         self.error_kinds[kind] = self.error_kinds.get(kind, 0) + count
         if len(self.error_samples) < 5:
-            self.error_samples.append(f"{self.server}: {text[:200]}")
+            self.error_samples.append(f"{self.server}: {text[:400]}")
 
 
 async def connect(port: int, path: str, token: str, gate: asyncio.Semaphore) -> Any:
@@ -75,12 +75,16 @@ async def chat(
         reached: dict[str, float] = {}
         answered = not full
         failure: tuple[str, str] | None = None
+        seen: list[str] = []  # the events' types, for an error's sample
+        last: dict[str, Any] = {}
         try:
             await ws.send(frame)
             async with asyncio.timeout(TURN_TIMEOUT):
                 while True:
                     event = json.loads(await ws.recv())
                     kind = event.get("type")
+                    seen.append(str(kind))
+                    last = event
                     if event.get("sessionId") not in (None, session_id):
                         failure = ("foreign event", f"event for another session: {kind}")
                         break
@@ -105,7 +109,10 @@ async def chat(
             code = getattr(getattr(exc, "rcvd", None), "code", None)
             failure = (f"closed {code}" if code else type(exc).__name__, f"{exc!r}")
         if failure is None and first is None:
-            failure = ("no delta", f"turn {turn}: turn_done without any delta")
+            failure = (
+                "no delta",
+                f"turn {turn}: turn_done without any delta (saw {', '.join(seen)}; {last})",
+            )
         if failure is None and not answered:
             failure = ("no answer", f"turn {turn}: turn_done without the stored answer")
         if failure is not None:
