@@ -35,7 +35,7 @@ from procrastinate.job_context import AbortReason
 
 from agents.leases import current_tag, held_here
 from chat import control
-from runs import jobs
+from runs import db_threads, jobs
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,13 @@ async def _guarded(context: JobContext, session_id: str, work: Coroutine[Any, An
     it. Either way the work records itself before the job ends; an interrupted turn is
     then deferred again, once (``chat.interruption``)."""
     current_tag.set(f"job{context.job.id}")  # its leases name it (``chat.recovery``)
+    async with db_threads.job_context():
+        await _aborted_or_done(context, session_id, work)
+
+
+async def _aborted_or_done(
+    context: JobContext, session_id: str, work: Coroutine[Any, Any, Any]
+) -> None:
     task = asyncio.ensure_future(work)
     try:
         outcome = await asyncio.shield(task)
@@ -68,6 +75,7 @@ async def _guarded(context: JobContext, session_id: str, work: Coroutine[Any, An
         done, _pending = await asyncio.wait({task}, timeout=INTERRUPT_GRACE_SECONDS)
         if not done:
             task.cancel()
+            await asyncio.wait({task}, timeout=INTERRUPT_GRACE_SECONDS)  # its ``finally``s
             return
         outcome = None if task.cancelled() or task.exception() else task.result()
     if isinstance(outcome, jobs.JobOutcome) and outcome.continue_attempt is not None:
