@@ -98,3 +98,22 @@ def summary_for_session(*, session: ChatSession, message_id: int) -> Message:
     if summary is None:
         raise MessageNotFound(str(message_id))
     return summary
+
+
+JUMP_MAX = 1000  # messages a page may hold to reach a search result deep in a chat
+
+
+def page_size_through(
+    *, session: ChatSession, view: HistoryView, message_id: int, context: int = 5
+) -> int:
+    """How many of the newest messages a page needs to show ``message_id`` (and
+    ``context`` before it): at least a normal page; a normal page when the message is not
+    in the view, or deeper than ``JUMP_MAX`` (the page then starts at the newest)."""
+    anchor = Message.objects.filter(session=session, pk=message_id).first()
+    if anchor is None:
+        return PAGE_SIZE
+    qs = history_queryset(session=session, view=view)
+    if not qs.filter(pk=anchor.pk).exists():
+        return PAGE_SIZE
+    through = qs.exclude(_before(anchor)).count() + context
+    return PAGE_SIZE if through > JUMP_MAX else max(PAGE_SIZE, through)

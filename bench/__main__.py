@@ -19,6 +19,7 @@ def main() -> int:
         "bench.background_compaction",
         "bench.sdk_request",
         "bench.recall_search",
+        "bench.chat_search",
     ]
     if os.environ.get("DATABASE_URL", "").startswith("postgres") and os.environ.get("REDIS_URL"):
         modules += ["bench.ws_load", "bench.worker_failover"]

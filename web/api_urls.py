@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from django.urls import path
 
-from web import api, api_compactions, api_context, api_usage
+from web import api, api_compactions, api_context, api_search, api_usage
 
 app_name = "api"
 
 urlpatterns = [
     path("auth/token/", api.TokenLoginView.as_view(), name="auth-token"),
     path("sessions/", api.SessionListView.as_view(), name="session-list"),
+    path("search/", api_search.ChatSearchView.as_view(), name="search"),
     path("sessions/<str:session_id>/", api.SessionDetailView.as_view(), name="session-detail"),
     path(
         "sessions/<str:session_id>/messages/",

@@ -7,7 +7,6 @@ import uuid
 from typing import TypedDict
 
 from django.contrib import messages
-from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,9 +19,11 @@ from django_htmx.http import HttpResponseClientRedirect
 from agents.access import agents_for_user, sessions_for_user
 from agents.configuration import agent_editable
 from agents.history_pages import (
+    PAGE_SIZE,
     MessageNotFound,
     history_page,
     message_for_session,
+    page_size_through,
 )
 from agents.leases import TURN, holder_kind
 from agents.message_format import message_to_json
@@ -39,7 +40,9 @@ from agents.services import session_rename as session_rename_service
 from agents.usage import session_usage
 from compaction.auxiliary import AuxiliaryError, resolve_channel
 from compaction.trigger import suggestion_standing
+from recall.chats import SearchRefused, search_chats
 from web.chat_forms import RenameChatForm
+from web.chat_groups import DateGroup, by_date
 from web.forms import NewChatForm
 from web.page_access import HtmxHttpRequest, own_session
 from web.presentation import MessageView, MeterView, channel_label, message_view
@@ -59,7 +62,8 @@ def _channel_missing(agent: Agent) -> bool:
 class Sidebar(TypedDict):
     """The chat list beside every chat page."""
 
-    sidebar_sessions: QuerySet[ChatSession]
+    sidebar_sessions: list[ChatSession]
+    sidebar_groups: list[DateGroup]  # the same chats by date: Today, Yesterday…
     agents: list[Agent]  # those that can answer first: the new-chat select's order
 
 
@@ -90,16 +94,18 @@ def _sidebar(request: HttpRequest) -> Sidebar:
         agents_for_user(user=request.user).select_related("model_channel"),
         key=_channel_missing,
     )
+    sessions = list(sessions_for_user(user=request.user).select_related("agent")[:SIDEBAR_SIZE])
     return {
-        "sidebar_sessions": sessions_for_user(user=request.user).select_related("agent")[
-            :SIDEBAR_SIZE
-        ],
+        "sidebar_sessions": sessions,
+        "sidebar_groups": by_date(sessions),
         "agents": agents,
     }
 
 
-def _page_context(session: ChatSession, view: HistoryView, before_id: int | None) -> HistoryPage:
-    page = history_page(session=session, view=view, before_id=before_id)
+def _page_context(
+    session: ChatSession, view: HistoryView, before_id: int | None, size: int = PAGE_SIZE
+) -> HistoryPage:
+    page = history_page(session=session, view=view, before_id=before_id, size=size)
     return {
         "page_messages": [message_view(message_to_json(m, view=view)) for m in page.messages],
         "has_earlier": page.has_earlier,
@@ -113,6 +119,21 @@ def _turn_running(session: ChatSession) -> bool:
     """A chat turn of the session runs now, in some process (it holds the lease)."""
     held = lease_expiry(session_id=session.pk)
     return held is not None and holder_kind(held[0]) == TURN
+
+
+@require_GET
+def chat_search(request: HtmxHttpRequest) -> HttpResponse:
+    """The user's chats and messages matching ``q``: the sidebar's results (a fragment,
+    for its script) or, without script, a page of them."""
+    query = request.GET.get("q", "")
+    try:
+        found, refusal = search_chats(user=request.user, query=query), ""
+    except SearchRefused:
+        found, refusal = None, _("Type at least two characters to search.")
+    context: dict[str, object] = {"found": found, "refusal": refusal, "search_query": query}
+    if request.headers.get("X-Fragment") == "search":
+        return render(request, "chat/partials/search_results.html", context)
+    return render(request, "chat/search.html", {**_sidebar(request), **context})
 
 
 @require_GET
@@ -201,9 +222,12 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
     agent = session.agent
     busy = _turn_running(session)
     reading = context_reading(session=session)  # with its breakdown: the context panel
+    found = _positive_query_int(request, "message")  # a search result: shown on the page
+    size = page_size_through(session=session, view=view, message_id=found) if found else PAGE_SIZE
     context = {
         **_sidebar(request),
-        **_page_context(session, view, None),
+        **_page_context(session, view, None, size),
+        "found_message_id": found,
         **_chat_context(request, agent),
         "session": session,
         "meter": MeterView(reading),
@@ -219,6 +243,11 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         "ws_url": f"/ws/chat/html/?session={session.pk}",
     }
     return render(request, "chat/session.html", context)
+
+
+def _positive_query_int(request: HttpRequest, name: str) -> int | None:
+    value = request.GET.get(name, "")
+    return int(value) if value.isdigit() and 0 < int(value) < 2**63 else None
 
 
 def _turn_seconds(session: ChatSession) -> int:

@@ -3,6 +3,7 @@
  * without script their links open the same forms as pages. */
 import { byId, modalOpen, setPanelOpen, targetOf } from "./dom.js";
 import { openModal } from "./modal.js";
+import "./chat-search.js"; // the sidebar's search box
 
 let sidebarOpener = null;
 

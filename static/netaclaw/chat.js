@@ -129,7 +129,7 @@ on("input", (event) => composer.input(event));
 on("toggle", (event) => menu.toggled(event), true);
 
 onReady(() => {
-  scroll.toBottom();
+  if (!scroll.toFound()) scroll.toBottom();
   turn.updateWaits();
   history.showLatestUndo();
 });

@@ -10,6 +10,19 @@ export function toBottom() {
   if (el) el.scrollTop = el.scrollHeight;
 }
 
+/** A search result opened the chat (``?message=<id>``): that message, centred and marked,
+ * and the page stops following the end until the reader goes back there. */
+export function toFound() {
+  const chat = byId("chat");
+  const id = chat && chat.getAttribute("data-found-message");
+  const found = id ? byId(`msg-${id}`) : null;
+  if (!found) return false;
+  found.classList.add("is-found");
+  found.scrollIntoView({ block: "center" });
+  stickToBottom = false;
+  return true;
+}
+
 /** The user sent something: show its end, and follow it. */
 export function follow() {
   stickToBottom = true;
