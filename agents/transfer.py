@@ -1,4 +1,5 @@
-"""Import and export of sessions as OpenAI-format JSON (the commands' logic)."""
+"""Import and export of sessions as OpenAI-format JSON (the commands' logic); an import
+of the product's own file (``agents.chat_archive``) keeps every mark."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError, transaction
 
+from agents.chat_archive import ArchiveError, archive_import, is_archive, parse_archive
 from agents.message_format import MessageFormatError, message_to_json, parse_openai_messages
 from agents.models import Agent, ChatSession
 from agents.selectors import history_load
@@ -49,6 +51,8 @@ def session_import(
         raise SessionIOError(f"{path} is not valid UTF-8 JSON: {exc}") from None
     except RecursionError:
         raise SessionIOError(f"{path} is nested too deeply to be a message list") from None
+    if is_archive(raw):  # the product's own file: every mark kept (``agents.chat_archive``)
+        return _archive_import(raw, agent_id, username, title or path.stem)
     try:
         rows = parse_openai_messages(raw)
     except MessageFormatError as exc:
@@ -69,6 +73,22 @@ def session_import(
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise SessionIOError(f"the session could not be stored: {first_line}") from None
     return session, len(rows)
+
+
+def _archive_import(
+    raw: Any, agent_id: int, username: str | None, title: str
+) -> tuple[ChatSession, int]:
+    try:
+        archive = parse_archive(raw)
+    except ArchiveError as exc:
+        raise SessionIOError(str(exc)) from None
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None:
+        raise SessionIOError(f"no agent with id {agent_id}")
+    session = archive_import(
+        archive=archive, owner=_user(username), agent=agent, title=archive.title or title
+    )
+    return session, len(archive.rows)
 
 
 def _check_text(index: int, row: dict[str, Any]) -> None:

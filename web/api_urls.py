@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from web import api, api_compactions, api_context, api_search, api_usage
+from web import api, api_chat_files, api_compactions, api_context, api_search, api_usage
 
 app_name = "api"
 
@@ -12,7 +12,13 @@ urlpatterns = [
     path("auth/token/", api.TokenLoginView.as_view(), name="auth-token"),
     path("sessions/", api.SessionListView.as_view(), name="session-list"),
     path("search/", api_search.ChatSearchView.as_view(), name="search"),
+    path("sessions/import/", api_chat_files.SessionImportView.as_view(), name="session-import"),
     path("sessions/<str:session_id>/", api.SessionDetailView.as_view(), name="session-detail"),
+    path(
+        "sessions/<str:session_id>/export/",
+        api_chat_files.SessionExportView.as_view(),
+        name="session-export",
+    ),
     path(
         "sessions/<str:session_id>/messages/",
         api.SessionMessagesView.as_view(),

@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.session_list, name="index"),
     path("new/", views.session_new, name="new"),
     path("search/", views.chat_search, name="search"),
+    path("import/", views.chat_import, name="import"),
     path("<uuid:session_id>/", views.session_detail, name="session"),
     path("<uuid:session_id>/rename/", views.session_rename, name="rename"),
     path("<uuid:session_id>/delete/", views.session_delete, name="delete"),

@@ -13,10 +13,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from agents.access import agents_for_user, sessions_for_user
+from agents.chat_files import ChatFileError, import_chat
 from agents.configuration import agent_editable
 from agents.history_pages import (
     PAGE_SIZE,
@@ -134,6 +135,24 @@ def chat_search(request: HtmxHttpRequest) -> HttpResponse:
     if request.headers.get("X-Fragment") == "search":
         return render(request, "chat/partials/search_results.html", context)
     return render(request, "chat/search.html", {**_sidebar(request), **context})
+
+
+@require_POST
+def chat_import(request: HtmxHttpRequest) -> HttpResponse:
+    """The chat list's Import form: a new chat from a file; a bad file is said on the list
+    and nothing is written."""
+    upload = request.FILES.get("file")
+    if upload is None:
+        messages.error(request, _("Choose a chat file to import."))
+        return redirect("chat:index")
+    try:
+        session = import_chat(
+            user=request.user, raw=upload.read(), agent_id=request.POST.get("agent") or None
+        )
+    except ChatFileError as exc:
+        messages.error(request, _("The file was not imported: %(why)s") % {"why": exc})
+        return redirect("chat:index")
+    return redirect("chat:session", session.pk)
 
 
 @require_GET

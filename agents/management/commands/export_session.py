@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from agents.chat_files import export_chat
 from agents.transfer import SessionIOError, session_by_id, session_export
 
 
@@ -16,10 +17,22 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("session_id")
         parser.add_argument("--view", choices=["compacted", "full"], default="compacted")
+        parser.add_argument(
+            "--as",
+            dest="kind",
+            choices=["openai", "netaclaw", "markdown"],
+            default="openai",
+            help="openai (the default: OpenAI messages of --view), netaclaw (every message with"
+            " its marks; import_session reads it back as it was) or markdown",
+        )
 
-    def handle(self, *args: Any, session_id: str, view: str, **options: Any) -> None:
+    def handle(self, *args: Any, session_id: str, view: str, kind: str, **options: Any) -> None:
         try:
-            data = session_export(session=session_by_id(session_id), view=view)
+            session = session_by_id(session_id)
         except SessionIOError as exc:
             raise CommandError(str(exc)) from None
+        if kind != "openai":
+            self.stdout.write(export_chat(session=session, fmt=kind, view=view).body)
+            return
+        data = session_export(session=session, view=view)
         self.stdout.write(json.dumps(data, ensure_ascii=False, indent=1))

@@ -1,4 +1,5 @@
-"""Create a session from a JSON list of OpenAI-format messages."""
+"""Create a session from a JSON list of OpenAI-format messages, or from the product's own
+chat file (``export_session --as netaclaw``: summaries, records and marks kept)."""
 
 from __future__ import annotations
 
