@@ -263,12 +263,15 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
 class ChatHtmlConsumer(ChatConsumer):
     """The same socket for the HTMX page: one session, events as HTML fragments."""
 
+    view = "compacted"  # the history view of the page (``?view=full``): its switches' state
+
     async def connect(self) -> None:
         await super().connect()
         if not getattr(self, "user", None):
             return
         query = parse_qs(self.scope.get("query_string", b"").decode("latin1"))
         self.language = _language(self.scope)
+        self.view = "full" if (query.get("view") or [""])[0] == "full" else "compacted"
         session = (query.get("session") or [""])[0]
         if session:  # the page resumes on every (re)connect: its running answer, whole
             session_id = await self.join_session(session)
@@ -282,7 +285,7 @@ class ChatHtmlConsumer(ChatConsumer):
         return await database_sync_to_async(streamed_until)(session_id=session_id, turn_id=turn_id)
 
     def encode(self, event: ServerEvent) -> str:
-        return render_event_html(event, language=self.language)
+        return render_event_html(event, language=self.language, view=self.view)
 
     # --- the streamed answer, as Markdown (channels_app.stream_preview) ------------------
 

@@ -37,6 +37,10 @@ Ids the page provides and the frames target:
                             emptied by a TokenUpdate under the threshold
 ``#session-items``          ``afterbegin``: the chat this page just started
                             (SessionCreated)
+``#chat-header-actions``   replaced (SessionCreated): rename, delete, export of the
+                            chat the page just started
+``#chat-view-toggle``       replaced (TokenUpdate): Compacted / Full, once compacted
+``#session-toggle-<id>``    replaced (TokenUpdate): the list item's full/compacted toggle
 ``#session-signal``         replaced (SessionCreated, SessionUpdated, SessionDeleted):
                             ``chat.js`` takes the new chat's id and address, puts a
                             new title in every place that shows it, or drops a
@@ -51,6 +55,7 @@ encoded here is appended as plain text (an answer too long to re-render).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from django.template.loader import render_to_string
@@ -149,8 +154,14 @@ def _session_created(event: SessionCreated) -> str:
         "session_item.html", {"s": entry, "current_session_id": event.session_id, "view": ""}
     )
     url = reverse("chat:session", args=[event.session_id])
-    return f'<ul id="session-items" hx-swap-oob="afterbegin">{item}</ul>' + _session_signal(
-        "created", event.session_id, event.title, url
+    actions = _render(
+        "chat_actions.html",
+        {"session_id": event.session_id, "title": event.title, "view": "compacted", "oob": True},
+    )
+    return (
+        f'<ul id="session-items" hx-swap-oob="afterbegin">{item}</ul>'
+        + actions
+        + _session_signal("created", event.session_id, event.title, url)
     )
 
 
@@ -160,6 +171,16 @@ def _session_updated(event: SessionUpdated) -> str:
 
 def _session_deleted(event: SessionDeleted) -> str:
     return _session_signal("deleted", event.session_id)
+
+
+def _history_switches(event: TokenUpdate) -> str:
+    """The header's Compacted / Full switch and the chat list item's toggle, as the chat's
+    compaction count says: they appear after its first compaction and go after an undo of
+    its last, without a reload."""
+    sid, count, view = event.session_id, event.compaction_count, _PAGE_VIEW.get()
+    header = {"session_id": sid, "count": count, "view": view, "oob": True}
+    item = {"sid": sid, "count": count, "current_session_id": sid, "view": view, "oob": True}
+    return _render("view_toggle.html", header) + _render("session_toggle.html", item)
 
 
 def _token_update(event: TokenUpdate) -> str:
@@ -172,6 +193,7 @@ def _token_update(event: TokenUpdate) -> str:
         + _render("meter_status.html", context)
         + _render("meter_alert.html", context)
         + _context_figures(event, context)
+        + _history_switches(event)
         + _compaction_state(event.compacting)
     )
 
@@ -337,10 +359,19 @@ _RENDERERS: dict[type, Callable[[Any], str]] = {
 }
 
 
-def render_event_html(event: ServerEvent, *, language: str) -> str:
-    """One HTML frame for ``event``, in ``language`` (a code from settings.LANGUAGES)."""
+# The history view of the page the frame goes to (its switches mark the current one).
+_PAGE_VIEW: ContextVar[str] = ContextVar("page_view", default="compacted")
+
+
+def render_event_html(event: ServerEvent, *, language: str, view: str = "compacted") -> str:
+    """One HTML frame for ``event``, in ``language`` (a code from settings.LANGUAGES), for a
+    page showing the ``view`` of its chat."""
     renderer = _RENDERERS.get(type(event))
     if renderer is None:
         return ""
-    with translation.override(language):
-        return renderer(event)
+    token = _PAGE_VIEW.set(view)
+    try:
+        with translation.override(language):
+            return renderer(event)
+    finally:
+        _PAGE_VIEW.reset(token)

@@ -259,7 +259,7 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
             message_view(message_to_json(m)) for m in queued_messages(session=session)
         ],
         "current_session_id": str(session.pk),
-        "ws_url": f"/ws/chat/html/?session={session.pk}",
+        "ws_url": f"/ws/chat/html/?session={session.pk}" + ("&view=full" if view == "full" else ""),
     }
     return render(request, "chat/session.html", context)
 

@@ -114,7 +114,8 @@ def test_every_chat_of_the_list_can_be_renamed_and_deleted(zh_client, user, agen
         assert form.select("input", name="csrfmiddlewaretoken")
         assert form.select("input", name="next")[0].get("value") == f"/chat/{session.pk}/"
     header = doc.has_class("chat-actions")[0]
-    assert [a.get("aria-label") for a in header.select("a")] == ["重命名对话", "删除对话"]
+    icons = [a for a in header.select("a") if a.get("aria-label")]  # the Export menu's are text
+    assert [a.get("aria-label") for a in icons] == ["重命名对话", "删除对话"]
 
 
 def test_phones_get_a_menu_and_a_chat_list_button(zh_client, session) -> None:
@@ -260,8 +261,17 @@ def test_a_chat_started_on_the_page_joins_the_list() -> None:
     doc = parse(
         render_event_html(SessionCreated(sid, 3, "<b>计划</b>", "Helper"), language="zh-hans")
     )
-    items, signal = doc.elements
+    items, actions, signal = doc.elements
     assert (items.id, items.get("hx-swap-oob")) == ("session-items", "afterbegin")
+    # the header's rename, delete and export arrive with it (issue 26 item 8: not after a reload)
+    assert (actions.id, actions.get("hx-swap-oob")) == ("chat-header-actions", "true")
+    rename, delete = (a for a in actions.select("a") if a.get("aria-label"))
+    assert rename.get("data-rename-url") == f"/chat/{sid}/rename/"
+    assert delete.get("data-delete-url") == f"/chat/{sid}/delete/"
+    assert delete.get("data-title") == "<b>计划</b>"
+    assert f"/api/sessions/{sid}/export/?as=netaclaw" in [
+        a.get("href") for a in actions.select("a")
+    ]
     (item,) = items.select("li")
     assert item.id == f"session-item-{sid}" and "is-current" in item.classes
     assert item.has_class("session-title")[0].text() == "<b>计划</b>"  # text, not markup

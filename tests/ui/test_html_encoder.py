@@ -159,8 +159,18 @@ def test_token_update_replaces_bar_and_status() -> None:
         compaction_count=2,
         tool_tokens=90,
     )
-    bar, status, alert, pending, flag = _frame(event)
+    bar, status, alert, toggle, item_toggle, pending, flag = _frame(event)
     assert (alert.id, alert.elements) == ("meter-alert", [])  # within the window
+    # compacted twice: the header's Compacted / Full and the list item's toggle, live
+    assert (toggle.id, toggle.get("hx-swap-oob")) == ("chat-view-toggle", "true")
+    assert [a.text().strip() for a in toggle.select("a")] == ["压缩", "完整"]
+    assert item_toggle.id == f"session-toggle-{SID}"
+    assert item_toggle.select("a")[0].get("href") == f"/chat/{SID}/?view=full"
+    never = _frame(_meter(10, compaction_count=0))
+    assert [n.select("a") for n in never if n.id.startswith(("chat-view", "session-toggle"))] == [
+        [],
+        [],
+    ]
     assert (pending.id, pending.elements, flag.get("data-compacting")) == (
         "compaction-status",
         [],
