@@ -13,15 +13,11 @@ rows and snippets). Each database runs in a child process of its own.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import subprocess
 import sys
 import time
 
 from bench import recall_search
-from bench.report import write_section
 
 HEADING = "## Chat search (the sidebar's search box, GET /api/search/)"
 TARGET_P99_MS = 100.0
@@ -94,16 +90,6 @@ def measure(url: str, messages: int) -> dict:
     }
 
 
-def _child(url: str, messages: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.chat_search", "--child", url, "--messages", str(messages)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def render(results: list[dict], command: str, load: float) -> str:
     names = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
     header = " | ".join(f"{names[r['vendor']]} p50 / p99 (ms) · hits" for r in results)
@@ -143,30 +129,7 @@ def render(results: list[dict], command: str, load: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=100_000)
-    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
-    parser.add_argument("--write", action="store_true", help="record the table in BENCHMARKS.md")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child is not None:
-        print(json.dumps(measure(args.child, args.messages)))
-        return
-    urls = ["sqlite://"]
-    if args.database_url.startswith("postgres"):
-        urls.append(args.database_url)
-    else:
-        print("PostgreSQL skipped: set DATABASE_URL=postgres://… or --database-url")
-    load = os.getloadavg()[0]
-    results = []
-    for url in urls:
-        print(f"== {url.split('@')[-1]}", flush=True)
-        results.append(_child(url, args.messages))
-    command = "python -m bench.chat_search" + (" --write" if args.write else "")
-    text = render(results, command, load)
-    print(text)
-    if args.write:
-        write_section(text, HEADING)
+    recall_search.on_each_database("bench.chat_search", __doc__, measure, render, HEADING)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench import databases
@@ -264,16 +265,6 @@ def _percentiles(values: list[float]) -> dict[str, float]:
     return {"p50": statistics.median(ordered), "p99": p99, "max": ordered[-1]}
 
 
-def _child(url: str, messages: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.recall_search", "--child", url, "--messages", str(messages)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def render(results: list[dict], command: str, load: float | None = None) -> str:
     names = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
     header = " | ".join(f"{names[r['vendor']]} p50 / p99 (ms)" for r in results)
@@ -317,14 +308,27 @@ def render(results: list[dict], command: str, load: float | None = None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    on_each_database("bench.recall_search", __doc__, measure, render, HEADING)
+
+
+def on_each_database(
+    module: str,
+    doc: str | None,
+    measure_one: Callable[[str, int], dict],
+    render_all: Callable[[list[dict], str, float], str],
+    heading: str,
+) -> None:
+    """A search benchmark's command: ``measure_one`` on SQLite and (with ``DATABASE_URL``)
+    PostgreSQL, each in a child process of its own, rendered together; ``--write`` records
+    the section."""
+    parser = argparse.ArgumentParser(description=(doc or module).splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
     parser.add_argument("--write", action="store_true", help="record the table in BENCHMARKS.md")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
-        print(json.dumps(measure(args.child, args.messages)))
+        print(json.dumps(measure_one(args.child, args.messages)))
         return
     urls = ["sqlite://"]
     if args.database_url.startswith("postgres"):
@@ -335,12 +339,14 @@ def main() -> None:
     results = []
     for url in urls:
         print(f"== {url.split('@')[-1]}", flush=True)
-        results.append(_child(url, args.messages))
-    command = "python -m bench.recall_search" + (" --write" if args.write else "")
-    text = render(results, command, load)
+        child = [sys.executable, "-m", module, "--child", url, "--messages", str(args.messages)]
+        out = subprocess.run(child, check=True, capture_output=True, text=True)
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    command = f"python -m {module}" + (" --write" if args.write else "")
+    text = render_all(results, command, load)
     print(text)
     if args.write:
-        write_section(text, HEADING)
+        write_section(text, heading)
 
 
 if __name__ == "__main__":
