@@ -11,24 +11,28 @@ so the model's view of the imported chat is the same as the exported one's.
     {"format": "netaclaw.chat", "version": 1, "exportedAt", "title", "agent": {"name"},
      "todos": [...], "messages": [{"role", "content", "toolCalls"?, "toolCallId"?,
        "metadata", "summary", "compacted", "compactedInto"?, "pruned", "pinned",
-       "createdAt", "inputTokens"?, "outputTokens"?}]}
+       "createdAt", "inputTokens"?, "outputTokens"?, "fork"?, "forkVersion"?}],
+     "forks"?: [{"kind", "start", "anchor"?, "heads", "versions", "selected"}]}
 
-Ids are not kept (a re-import is a new chat); positions become the file's order. Undo of a
-compaction needs its audit record, which stays with the original chat.
+Branches (issue 26 item 1) come along: the versions set aside are messages too, with the
+fork (an index into ``forks``) and the version they wait in; a fork's ``start``, ``anchor``
+and ``heads`` are message indexes. Ids are not kept (a re-import is a new chat); positions
+become the file's order. Undo of a compaction needs its audit record, which stays with the
+original chat.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_left
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from agents.models import Agent, ChatSession, Message, Role
+from agents.models import Agent, ChatSession, ForkKind, Message, MessageFork, Role
 from agents.positions import next_positions
-from agents.selectors import history_load
 from agents.services import message_estimate
 from agents.storable import (
     has_unstorable,
@@ -64,6 +68,18 @@ class ArchiveRow:
     created_at: datetime | None
     input_tokens: int | None
     output_tokens: int | None
+    fork: int | None = None  # index of the fork whose version it waits in (set aside)
+    fork_version: int | None = None
+
+
+@dataclass(frozen=True)
+class ArchiveFork:
+    kind: str
+    start: int  # index of the first message of its versions (the file's length: none)
+    anchor: int | None
+    heads: list[int]
+    versions: int
+    selected: int
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,7 @@ class Archive:
     agent_name: str
     todos: list[Any]
     rows: list[ArchiveRow]
+    forks: list[ArchiveFork] = field(default_factory=list)
 
 
 def is_archive(data: Any) -> bool:
@@ -82,22 +99,45 @@ def is_archive(data: Any) -> bool:
 
 
 def archive_of(session: ChatSession) -> dict[str, Any]:
-    """The chat as a ``netaclaw.chat`` document: every message of the full history, in its
-    order, with its marks."""
-    messages = history_load(session=session, view="full")
+    """The chat as a ``netaclaw.chat`` document: every message of the full history and of
+    the versions set aside, in order, with its marks, and the forks."""
+    messages = list(
+        Message.objects.filter(session=session, queued_at__isnull=True).order_by(
+            "position", "-is_compaction_summary", "-id"
+        )
+    )
     index = {m.pk: i for i, m in enumerate(messages)}
-    return {
+    forks = list(MessageFork.objects.filter(session=session).order_by("id"))
+    fork_index = {f.pk: i for i, f in enumerate(forks)}
+    positions = [m.position for m in messages]
+    document: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "exportedAt": timezone.now().isoformat(timespec="seconds"),
         "title": session.title,
         "agent": {"name": session.agent.name},
         "todos": list(session.todos or []),
-        "messages": [_message_json(m, index) for m in messages],
+        "messages": [_message_json(m, index, fork_index) for m in messages],
+    }
+    if forks:
+        document["forks"] = [_fork_json(f, index, positions) for f in forks]
+    return document
+
+
+def _fork_json(fork: MessageFork, index: dict[int, int], positions: list[int]) -> dict[str, Any]:
+    return {
+        "kind": fork.kind,
+        "start": bisect_left(positions, fork.start_position),
+        "anchor": index.get(fork.anchor_id) if fork.anchor_id is not None else None,
+        "heads": [index[int(h)] for h in fork.heads or () if int(h) in index],
+        "versions": fork.versions,
+        "selected": fork.selected,
     }
 
 
-def _message_json(message: Message, index: dict[int, int]) -> dict[str, Any]:
+def _message_json(
+    message: Message, index: dict[int, int], fork_index: dict[int, int]
+) -> dict[str, Any]:
     data: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
         data["toolCalls"] = list(message.tool_calls)
@@ -115,12 +155,15 @@ def _message_json(message: Message, index: dict[int, int]) -> dict[str, Any]:
     )
     if message.compacted_into_id is not None and message.compacted_into_id in index:
         data["compactedInto"] = index[message.compacted_into_id]
-    for field, value in (
+    for key, value in (
         ("inputTokens", message.input_tokens),
         ("outputTokens", message.output_tokens),
     ):
         if value is not None:
-            data[field] = value
+            data[key] = value
+    if message.fork_id is not None and message.fork_id in fork_index:
+        data["fork"] = fork_index[message.fork_id]
+        data["forkVersion"] = message.fork_version
     return data
 
 
@@ -154,7 +197,41 @@ def parse_archive(data: Any) -> Archive:
             raise ArchiveError(f"message {i}: 'compactedInto' must be the index of a summary")
         if not row.compacted:
             raise ArchiveError(f"message {i}: 'compactedInto' is only for compacted messages")
-    return Archive(title, str(agent.get("name") or ""), todos, rows)
+    forks = _forks(data.get("forks") or [], len(rows))
+    for i, row in enumerate(rows):
+        if row.fork is not None and not (
+            0 <= row.fork < len(forks) and 1 <= (row.fork_version or 0) <= forks[row.fork].versions
+        ):
+            raise ArchiveError(f"message {i}: 'fork' and 'forkVersion' must name a fork's version")
+    return Archive(title, str(agent.get("name") or ""), todos, rows, forks)
+
+
+def _forks(raw: Any, count: int) -> list[ArchiveFork]:
+    if not isinstance(raw, list):
+        raise ArchiveError("'forks' must be a list")
+    forks = []
+    for i, item in enumerate(raw):
+        where = f"fork {i}"
+        if not isinstance(item, dict) or item.get("kind") not in ForkKind.values:
+            raise ArchiveError(f"{where}: 'kind' must be one of {', '.join(ForkKind.values)}")
+        numbers: list[Any] = [item.get(k) for k in ("start", "versions", "selected")]
+        anchor, heads = item.get("anchor"), item.get("heads") or []
+        indexes = [*numbers, *heads, *([] if anchor is None else [anchor])]
+        if not isinstance(heads, list) or not all(_whole(n) for n in indexes):
+            raise ArchiveError(
+                f"{where}: 'start', 'versions', 'selected', 'anchor' and 'heads' must be whole numbers"
+            )
+        start, versions, selected = numbers
+        if not (0 <= start <= count and 1 <= selected <= versions) or any(
+            n >= count for n in [*heads, *([] if anchor is None else [anchor])]
+        ):
+            raise ArchiveError(f"{where}: an index or a version is out of range")
+        forks.append(ArchiveFork(item["kind"], start, anchor, heads, versions, selected))
+    return forks
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _row(raw: Any, i: int) -> ArchiveRow:
@@ -190,6 +267,11 @@ def _row(raw: Any, i: int) -> ArchiveRow:
     into = raw.get("compactedInto")
     if into is not None and (not isinstance(into, int) or isinstance(into, bool)):
         raise ArchiveError(f"{where}: 'compactedInto' must be a message index")
+    fork, fork_version = raw.get("fork"), raw.get("forkVersion")
+    if (fork is None) != (fork_version is None) or not all(
+        _whole(v) for v in (fork, fork_version) if v is not None
+    ):
+        raise ArchiveError(f"{where}: 'fork' and 'forkVersion' go together, as whole numbers")
     tokens = {key: raw.get(key) for key in ("inputTokens", "outputTokens")}
     for key, value in tokens.items():
         if value is not None and (
@@ -213,6 +295,8 @@ def _row(raw: Any, i: int) -> ArchiveRow:
         created_at=_time(raw.get("createdAt"), where),
         input_tokens=tokens["inputTokens"],
         output_tokens=tokens["outputTokens"],
+        fork=fork,
+        fork_version=fork_version,
     )
 
 
@@ -244,14 +328,33 @@ def archive_import(*, archive: Archive, owner: Any, agent: Agent, title: str = "
         first = next_positions(len(archive.rows)) if archive.rows else 0
         objs = [_message(session, first + i, row, now) for i, row in enumerate(archive.rows)]
         stored = Message.objects.bulk_create(objs, batch_size=500)
+        forks = [_fork(session, fork, stored, first) for fork in archive.forks]
         linked = []
         for message, row in zip(stored, archive.rows, strict=True):
             message.created_at = row.created_at or now
             if row.compacted_into is not None:
                 message.compacted_into_id = stored[row.compacted_into].pk
+            if row.fork is not None:
+                message.fork, message.fork_version = forks[row.fork], row.fork_version
             linked.append(message)
-        Message.objects.bulk_update(linked, ["created_at", "compacted_into"], batch_size=500)
+        Message.objects.bulk_update(
+            linked, ["created_at", "compacted_into", "fork", "fork_version"], batch_size=500
+        )
     return session
+
+
+def _fork(
+    session: ChatSession, fork: ArchiveFork, stored: list[Message], first: int
+) -> MessageFork:
+    return MessageFork.objects.create(
+        session=session,
+        kind=fork.kind,
+        start_position=first + fork.start,
+        anchor=stored[fork.anchor] if fork.anchor is not None else None,
+        heads=[stored[h].pk for h in fork.heads],
+        versions=fork.versions,
+        selected=fork.selected,
+    )
 
 
 def _message(session: ChatSession, position: int, row: ArchiveRow, now: datetime) -> Message:

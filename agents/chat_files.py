@@ -12,6 +12,7 @@ from typing import Any
 from django.db import DatabaseError, transaction
 
 from agents.access import agent_for_user, agents_for_user
+from agents.branches import other_versions
 from agents.chat_archive import (
     Archive,
     ArchiveError,
@@ -21,7 +22,7 @@ from agents.chat_archive import (
     parse_archive,
 )
 from agents.message_format import MessageFormatError, parse_openai_messages
-from agents.models import Agent, ChatSession, Role
+from agents.models import Agent, ChatSession, Message, MessageFork, Role
 from agents.selectors import history_load
 from agents.services import messages_bulk_append, session_create
 from agents.transfer import _check_text, session_export
@@ -71,33 +72,47 @@ _HEADINGS: dict[str, str] = {
 
 def markdown_of(session: ChatSession, view: str = "full") -> str:
     """A readable transcript: one heading per message, tool calls and outputs fenced,
-    summaries and compacted originals marked."""
+    summaries and compacted originals marked; then the versions a regenerate or an edit
+    set aside (issue 26 item 1), each under its fork."""
     lines = [f"# {session.title or 'Chat'}", "", f"Agent: {session.agent.name}", ""]
     for message in history_load(session=session, view=view):  # type: ignore[arg-type]
-        heading = _HEADINGS.get(message.role, message.role)
-        if message.is_compaction_summary:
-            heading = "Compaction summary"
-        elif (message.metadata or {}).get("systemType"):
-            heading = f"Record ({message.metadata['systemType']})"
-        marks = [
-            m for m, on in (("compacted", message.compacted_at), ("pinned", message.pinned)) if on
-        ]
-        stamp = message.created_at.strftime("%Y-%m-%d %H:%M") if message.created_at else ""
-        lines.append(f"## {heading}" + (f" · {', '.join(marks)}" if marks else "") + f" — {stamp}")
-        lines.append("")
-        body = message.content or ""
-        if message.role == Role.TOOL:
-            lines += [_fence(body), ""]
-        elif body:
-            lines += [body, ""]
-        for call in message.tool_calls or ():
-            lines += [
-                f"Tool call `{call.get('name', '')}`:",
-                "",
-                _fence(str(call.get("arguments", ""))),
-                "",
-            ]
+        lines += _markdown_message(message, "##")
+    others = other_versions(
+        session=session,
+        fork_ids=MessageFork.objects.filter(session=session).values_list("pk", flat=True),
+    )
+    if others:
+        lines += ["# Other versions", ""]
+    for number, fork_id in enumerate(sorted(others), start=1):
+        for version in others[fork_id]:
+            lines += [f"## Fork {number} · version {version.version}", ""]
+            for message in version.messages:
+                lines += _markdown_message(message, "###")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _markdown_message(message: Message, level: str) -> list[str]:
+    heading = _HEADINGS.get(message.role, message.role)
+    if message.is_compaction_summary:
+        heading = "Compaction summary"
+    elif (message.metadata or {}).get("systemType"):
+        heading = f"Record ({message.metadata['systemType']})"
+    marks = [m for m, on in (("compacted", message.compacted_at), ("pinned", message.pinned)) if on]
+    stamp = message.created_at.strftime("%Y-%m-%d %H:%M") if message.created_at else ""
+    lines = [f"{level} {heading}" + (f" · {', '.join(marks)}" if marks else "") + f" — {stamp}", ""]
+    body = message.content or ""
+    if message.role == Role.TOOL:
+        lines += [_fence(body), ""]
+    elif body:
+        lines += [body, ""]
+    for call in message.tool_calls or ():
+        lines += [
+            f"Tool call `{call.get('name', '')}`:",
+            "",
+            _fence(str(call.get("arguments", ""))),
+            "",
+        ]
+    return lines
 
 
 def _fence(text: str) -> str:

@@ -272,6 +272,40 @@ class MessageUpdated:
 
 
 @dataclass(frozen=True, slots=True)
+class BranchChanged:
+    """A fork made, grown or switched (issue 26 item 1): the messages from ``setAsideFrom``
+    on with an id up to ``setAsideThrough`` are no longer the conversation — a client drops
+    them from its list (what comes later is the new version's) — and ``marked`` (a message, as ``message`` carries it, with its ``branch``) carries the
+    switch between the fork's versions. ``turn``: an answer follows (a regenerate or an
+    edit); a switch (``turn`` false) brings back a version a client reads again."""
+
+    session_id: str
+    fork_id: int
+    kind: str
+    version: int
+    versions: int
+    set_aside_from: int | None = None
+    set_aside_through: int | None = None
+    marked: dict[str, Any] | None = None
+    turn: bool = False
+    type: str = field(default="branch_changed", init=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "sessionId": self.session_id,
+            "forkId": self.fork_id,
+            "kind": self.kind,
+            "version": self.version,
+            "versions": self.versions,
+            "setAsideFrom": self.set_aside_from,
+            "setAsideThrough": self.set_aside_through,
+            "marked": self.marked,
+            "turn": self.turn,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Delta:
     """A piece of the streaming answer; ``seq`` counts 1, 2, 3 … within turn ``turn_id``
     (CONTRACT §8: a client that reconnects resumes after the last ``seq`` it has)."""
@@ -383,6 +417,7 @@ ServerEvent = (
     | TokenUpdate
     | MessageStored
     | MessageUpdated
+    | BranchChanged
     | Delta
     | TurnDone
     | ErrorEvent
@@ -405,6 +440,7 @@ _BY_TYPE: dict[str, type] = {
         TokenUpdate,
         MessageStored,
         MessageUpdated,
+        BranchChanged,
         Delta,
         TurnDone,
         ErrorEvent,

@@ -83,8 +83,8 @@ def history_page(
 
 
 def message_for_session(*, session: ChatSession, message_id: int) -> Message:
-    """One message of this session (in any view), or MessageNotFound."""
-    message = Message.objects.filter(session=session, pk=message_id).first()
+    """One message of this session's active branch (in any view), or MessageNotFound."""
+    message = Message.objects.on_branch().filter(session=session, pk=message_id).first()
     if message is None:
         raise MessageNotFound(str(message_id))
     return message

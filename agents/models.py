@@ -336,6 +336,13 @@ SYSTEM_TYPE_TURN = "turn_event"
 SYSTEM_TYPE_COMPACTION = "compaction_event"
 
 
+class MessageQuerySet(models.QuerySet["Message"]):
+    def on_branch(self) -> MessageQuerySet:
+        """The messages of the active branch: every one not set aside in another version
+        of a regenerated or edited turn (issue 26 item 1)."""
+        return self.filter(fork__isnull=True)
+
+
 class Message(models.Model):
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="messages")
     # DESIGN 1: explicit order (``agents.positions``); a summary takes the position of the
@@ -361,6 +368,15 @@ class Message(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     # Issue 17 item 2: never summarized away; stays verbatim in the compacted view.
     pinned = models.BooleanField(_("pinned"), default=False)
+    # Issue 26 item 1: set aside in ``fork_version`` of ``fork`` (a regenerated answer's or an
+    # edited message's other version): in no history view and never sent to a model until
+    # that version is chosen again; None — on the active branch.
+    fork = models.ForeignKey(
+        "MessageFork", on_delete=models.CASCADE, null=True, blank=True, related_name="parked"
+    )
+    fork_version = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("message")
@@ -391,6 +407,39 @@ class Message(models.Model):
     def is_system_event(self) -> bool:
         """Records of what happened (compaction bubbles); never sent to a model."""
         return self.role == Role.SYSTEM and bool(self.metadata.get("systemType"))
+
+
+class ForkKind(models.TextChoices):
+    REGENERATE = "regenerate", _("regenerated answer")
+    EDIT = "edit", _("edited message")
+
+
+class MessageFork(models.Model):
+    """Where a conversation took another way (issue 26 item 1): a regenerated answer or an
+    edited message. Each version runs from ``start_position`` to the end of the
+    conversation; the chosen one is the history, the others wait set aside on their
+    messages (``Message.fork``), as LibreChat keeps its branches. ``anchor``: the user's
+    message a regenerated answer answers; ``heads``: the ids of an edit's versions of the
+    user's message, one per version."""
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="forks")
+    kind = models.CharField(max_length=16, choices=ForkKind.choices)
+    start_position = models.PositiveBigIntegerField()
+    anchor = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    heads = models.JSONField(default=list, blank=True)
+    versions = models.PositiveSmallIntegerField(default=1)
+    selected = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("message fork")
+        verbose_name_plural = _("message forks")
+        ordering = ["start_position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} fork #{self.pk} ({self.selected}/{self.versions})"
 
 
 # --- compaction control (issue 17) ---------------------------------------------------

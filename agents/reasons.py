@@ -229,6 +229,20 @@ REASONS: dict[str, Reason] = {
     "turn_in_progress": Reason(
         "socket", _("The agent is still working in this chat; stop it or wait for it to finish")
     ),
+    # --- regenerate, edit and their versions (issue 26 item 1) --------------------------
+    "not_regenerable": Reason("socket", _("Only an answer of the agent can be regenerated.")),
+    "not_editable": Reason("socket", _("Only your own messages can be edited.")),
+    "inside_compacted": Reason(
+        "control",
+        _(
+            "This part of the chat has been compacted into a summary; undo that compaction "
+            "to regenerate, edit or switch versions here."
+        ),
+    ),
+    "unknown_fork": Reason(
+        "socket", _("No such set of versions in this chat's history."), http_status=404
+    ),
+    "unknown_version": Reason("socket", _("No such version."), http_status=404),
 }
 
 # An HTTP request refused before a view's own logic (``{"error", "reason"}`` bodies).

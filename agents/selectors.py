@@ -26,7 +26,7 @@ def history_queryset(
     """
     if view not in HISTORY_VIEWS:
         raise ValueError(f"unknown history view {view!r}; expected 'compacted' or 'full'")
-    qs = Message.objects.filter(session=session, queued_at__isnull=True)
+    qs = Message.objects.on_branch().filter(session=session, queued_at__isnull=True)
     if view == "compacted":
         qs = qs.filter(compacted_at__isnull=True)
     if not include_events:
@@ -48,9 +48,11 @@ def llm_history_load(*, session: ChatSession) -> list[Message]:
 def model_visible(*, session: ChatSession) -> QuerySet[Message]:
     """What a model may see, unordered (for sums and counts): the compacted view without
     system event records — the rows ``llm_history_load`` returns in order."""
-    return Message.objects.filter(
-        session=session, compacted_at__isnull=True, queued_at__isnull=True
-    ).exclude(role=Role.SYSTEM, metadata__has_key="systemType")
+    return (
+        Message.objects.on_branch()
+        .filter(session=session, compacted_at__isnull=True, queued_at__isnull=True)
+        .exclude(role=Role.SYSTEM, metadata__has_key="systemType")
+    )
 
 
 def queued_messages(*, session: ChatSession) -> list[Message]:
@@ -71,7 +73,8 @@ def last_user_message_at(*, session: ChatSession) -> datetime | None:
     """When the user's message the running turn answers was sent: the newest message of the
     history, if it is the user's (None after a retry or once anything was answered)."""
     row = (
-        Message.objects.filter(session=session, queued_at__isnull=True)
+        Message.objects.on_branch()
+        .filter(session=session, queued_at__isnull=True)
         .order_by("-position", "-id")
         .values_list("role", "created_at")
         .first()
@@ -100,7 +103,8 @@ def retryable_turn_event(*, session: ChatSession) -> Message | None:
     """The record of the session's last failed or stopped turn, when nothing the model sees
     was stored after it (then a retry runs that turn again)."""
     event = (
-        Message.objects.filter(
+        Message.objects.on_branch()
+        .filter(
             session=session,
             role=Role.SYSTEM,
             compacted_at__isnull=True,
@@ -141,7 +145,9 @@ def compaction_running(*, session_id: Any) -> bool:
 def streamed_until(*, session_id: Any, turn_id: str) -> int:
     """The last ``seq`` of turn ``turn_id`` that a stored answer holds (0: none yet): what a
     page rendered from the database has already shown of that turn."""
-    seqs = Message.objects.filter(
-        session_id=session_id, role=Role.ASSISTANT, metadata__turnId=turn_id
-    ).values_list("metadata__seq", flat=True)
+    seqs = (
+        Message.objects.on_branch()
+        .filter(session_id=session_id, role=Role.ASSISTANT, metadata__turnId=turn_id)
+        .values_list("metadata__seq", flat=True)
+    )
     return max((int(s) for s in seqs if s is not None), default=0)

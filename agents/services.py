@@ -480,7 +480,7 @@ def compaction_apply(
     now = timezone.now()
     with transaction.atomic():
         locked = ChatSession.objects.select_for_update().get(pk=session.pk)
-        visible = Message.objects.filter(session=locked, compacted_at__isnull=True)
+        visible = Message.objects.on_branch().filter(session=locked, compacted_at__isnull=True)
         found: dict[int, int] = {}
         for batch in id_batches([*compacted_ids, *pruned_ids]):
             found.update(visible.filter(pk__in=batch).values_list("pk", "position"))

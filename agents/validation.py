@@ -52,6 +52,8 @@ BASE_URL_SCHEME = _("Enter an http:// or https:// URL.")
 # Issue 17: an agent's absolute compaction cap (tokens) and its standing instructions.
 COMPACTION_TOKEN_CAP_MIN = 1024
 COMPACTION_INSTRUCTIONS_MAX_CHARS = 2000
+# A user's message (a chat frame, an edit, the OpenAI-compatible API's last message).
+MESSAGE_MAX_CHARS = 200_000
 TOKEN_CAP_TOO_SMALL = format_lazy(
     _("The compaction token cap must be at least {low} tokens (or blank for none)."),
     low=COMPACTION_TOKEN_CAP_MIN,

@@ -35,17 +35,21 @@ from channels_app.consumer_base import EventSocketConsumer
 from channels_app.framing import outgoing_limit
 from channels_app.html_encoder import render_event_html, render_stream_html
 from channels_app.protocol import (
+    BranchFrame,
     ChatFrame,
     CompactFrame,
+    EditFrame,
     NewChatFrame,
     PreviewAcceptFrame,
     PreviewDiscardFrame,
+    RegenerateFrame,
     ResumeFrame,
     RetryFrame,
     StopFrame,
     UndoFrame,
 )
 from channels_app.stream_preview import StreamPreview
+from chat.branching import BranchAction, accept_branch
 from chat.turn import AcceptedChat, accept_chat, accept_new_chat
 from runs import runner
 from runs.jobs import CompactSpec
@@ -185,6 +189,35 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
     @_in_session
     async def on_retry(self, frame: RetryFrame, session_id: str) -> None:
         await runner.submit_retry(session_id, self.channel_name)
+
+    @_in_session
+    async def on_regenerate(self, frame: RegenerateFrame, session_id: str) -> None:
+        await self._branch(session_id, BranchAction("regenerate", message_id=frame.message_id))
+
+    @_in_session
+    async def on_edit(self, frame: EditFrame, session_id: str) -> None:
+        action = BranchAction("edit", message_id=frame.message_id, content=frame.content)
+        await self._branch(session_id, action)
+
+    @_in_session
+    async def on_branch(self, frame: BranchFrame, session_id: str) -> None:
+        action = BranchAction("select", fork_id=frame.fork_id, version=frame.version)
+        await self._branch(session_id, action)
+
+    async def _branch(self, session_id: str, action: BranchAction) -> None:
+        accepted = await accept_branch(
+            self.user,
+            session_id,
+            action,
+            new_holder(TURN),
+            lease_seconds(),
+            runner.turn_deferrer(),
+            self.channel_name,
+        )
+        if accepted is None:
+            await self.refuse_session(session_id)
+            return
+        await runner.submit_branch(accepted, self.channel_name)
 
     @_in_session
     async def on_compact(self, frame: CompactFrame, session_id: str) -> None:

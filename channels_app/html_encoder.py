@@ -29,7 +29,9 @@ Ids the page provides and the frames target:
                             arrives in ``#messages``)
 ``#notices``                ``beforeend``: alerts (ErrorEvent, CompactionSkipped);
                             CompactionUndone adds the ``data-history-refresh`` signal
-                            on which ``chat.js`` reloads ``#messages``
+                            on which ``chat.js`` reloads ``#messages``; BranchChanged
+                            that signal (a switch) or ``data-branch-cut`` (the
+                            messages a regenerate or an edit set aside, dropped)
 ``#meter-alert``            replaced (TokenUpdate): the over-the-window warning
 ``#context-breakdown``      replaced (TokenUpdate with a breakdown): the figures of
                             the token bar's "Context" panel
@@ -66,6 +68,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from agents.events import (
+    BranchChanged,
     CompactionDone,
     CompactionFailed,
     CompactionPreviewReady,
@@ -297,6 +300,22 @@ def _compaction_undone(event: CompactionUndone) -> str:
     return _append("notices", notice + signal)
 
 
+def _branch_changed(event: BranchChanged) -> str:
+    """A regenerate or an edit: the signal on which ``chat.js`` drops the messages set
+    aside (the new version streams in after them), and the user's message that carries
+    the switch swapped in place (an edit's new message arrives as its own MessageStored).
+    A switch: the signal on which it reloads ``#messages`` (nothing runs meanwhile)."""
+    if not event.turn:
+        return _append("notices", _render("undo_refresh.html", {"session_id": event.session_id}))
+    signal = ""
+    if event.set_aside_from is not None:
+        context = {"first": event.set_aside_from, "last": event.set_aside_through}
+        signal = _append("notices", _render("branch_cut.html", context))
+    if event.kind == "regenerate" and event.marked is not None:
+        signal += _message_updated(MessageUpdated(event.session_id, event.marked))
+    return signal + _render("turn_status.html", {"busy": True, "oob": True})
+
+
 def _compaction_suggested(event: CompactionSuggested) -> str:
     """Mode ``ask`` at the threshold: the callout above the token bar, with Compact now,
     Compact with instructions and Not now (issue 17 item 4)."""
@@ -351,6 +370,7 @@ _RENDERERS: dict[type, Callable[[Any], str]] = {
     CompactionProgress: _compaction_progress,
     CompactionPreviewReady: _compaction_preview,
     MessageUpdated: _message_updated,
+    BranchChanged: _branch_changed,
     TurnDone: _turn_done,
     ErrorEvent: _error,
     SessionCreated: _session_created,

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-MAX_CONTENT_CHARS = 200_000
+from agents.validation import MESSAGE_MAX_CHARS
+
+MAX_CONTENT_CHARS = MESSAGE_MAX_CHARS
 MAX_INSTRUCTIONS_CHARS = 2_000
 
 
@@ -117,6 +119,40 @@ class ResumeFrame:
     after_seq: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RegenerateFrame:
+    """Answer again the user's message an answer of the agent answers; the answer before
+    is kept as a version (issue 26 item 1)."""
+
+    type: ClassVar[str] = "regenerate"
+
+    session_id: str
+    message_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class EditFrame:
+    """Send the user's message ``message_id`` again as ``content``; the earlier one and what
+    followed it are kept as a version (issue 26 item 1)."""
+
+    type: ClassVar[str] = "edit"
+
+    session_id: str
+    message_id: int
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class BranchFrame:
+    """Make ``version`` of a fork the conversation again (issue 26 item 1)."""
+
+    type: ClassVar[str] = "branch"
+
+    session_id: str
+    fork_id: int
+    version: int
+
+
 ClientFrame = (
     ResumeFrame
     | ChatFrame
@@ -124,6 +160,9 @@ ClientFrame = (
     | CompactFrame
     | StopFrame
     | RetryFrame
+    | RegenerateFrame
+    | EditFrame
+    | BranchFrame
     | UndoFrame
     | PreviewAcceptFrame
     | PreviewDiscardFrame
@@ -244,19 +283,33 @@ def _parse_retry(data: dict[str, Any], session_id: str) -> RetryFrame:
     return RetryFrame(session_id=session_id)
 
 
+def _required_id(data: dict[str, Any], name: str, session_id: str) -> int:
+    value = _message_id(data, name, session_id)
+    if value is None:
+        raise ProtocolError(f"'{name}' must be a positive integer", "bad_field", session_id)
+    return value
+
+
+def _parse_regenerate(data: dict[str, Any], session_id: str) -> RegenerateFrame:
+    return RegenerateFrame(session_id, _required_id(data, "messageId", session_id))
+
+
+def _parse_edit(data: dict[str, Any], session_id: str) -> EditFrame:
+    message_id = _required_id(data, "messageId", session_id)
+    return EditFrame(session_id, message_id, _content(data, session_id))
+
+
+def _parse_branch(data: dict[str, Any], session_id: str) -> BranchFrame:
+    fork_id = _required_id(data, "forkId", session_id)
+    return BranchFrame(session_id, fork_id, _required_id(data, "version", session_id))
+
+
 def _parse_undo(data: dict[str, Any], session_id: str) -> UndoFrame:
     return UndoFrame(session_id, _message_id(data, "compactionId", session_id))
 
 
-def _preview_id(data: dict[str, Any], session_id: str) -> int:
-    preview_id = _message_id(data, "previewId", session_id)
-    if preview_id is None:
-        raise ProtocolError("'previewId' must be a positive integer", "bad_field", session_id)
-    return preview_id
-
-
 def _parse_preview_accept(data: dict[str, Any], session_id: str) -> PreviewAcceptFrame:
-    preview_id = _preview_id(data, session_id)
+    preview_id = _required_id(data, "previewId", session_id)
     summary = data.get("summary")
     if summary is None:
         return PreviewAcceptFrame(session_id, preview_id)
@@ -273,7 +326,7 @@ def _parse_preview_accept(data: dict[str, Any], session_id: str) -> PreviewAccep
 
 
 def _parse_preview_discard(data: dict[str, Any], session_id: str) -> PreviewDiscardFrame:
-    return PreviewDiscardFrame(session_id, _preview_id(data, session_id))
+    return PreviewDiscardFrame(session_id, _required_id(data, "previewId", session_id))
 
 
 _PARSERS: dict[str, Callable[[dict[str, Any], str], ClientFrame]] = {
@@ -282,6 +335,9 @@ _PARSERS: dict[str, Callable[[dict[str, Any], str], ClientFrame]] = {
     "stop": _parse_stop,
     "resume": _parse_resume,
     "retry": _parse_retry,
+    "regenerate": _parse_regenerate,
+    "edit": _parse_edit,
+    "branch": _parse_branch,
     "undo": _parse_undo,
     "preview_accept": _parse_preview_accept,
     "preview_discard": _parse_preview_discard,

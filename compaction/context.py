@@ -98,7 +98,12 @@ class UpToNotFound(LookupError):
 def _before(stored: list[StoredMessage], session: ChatSession, up_to: int) -> list[StoredMessage]:
     """``upTo`` (issue 17 item 8): the visible messages before that message, then the first
     one at or after it — the only tail the core may keep; nothing later is shown to it."""
-    anchor = StoredMessage.objects.filter(session=session, pk=up_to).values("position").first()
+    anchor = (
+        StoredMessage.objects.on_branch()
+        .filter(session=session, pk=up_to)
+        .values("position")
+        .first()
+    )
     if anchor is None:
         raise UpToNotFound(up_to)
     before = [m for m in stored if m.position < anchor["position"]]

@@ -154,7 +154,7 @@ def _passes(owner_id: int, terms: list[str], limit: int) -> tuple[list[int], str
     raise RecallError(f"chat search does not support the {connection.vendor} database")
 
 
-_ROLE_SQL = "m.role IN ('user', 'assistant') AND m.queued_at IS NULL"
+_ROLE_SQL = "m.role IN ('user', 'assistant') AND m.queued_at IS NULL AND m.fork_id IS NULL"
 
 _PG_OWNED = (
     "FROM agents_message AS m JOIN agents_chatsession AS s ON s.id = m.session_id "

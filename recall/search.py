@@ -116,7 +116,8 @@ def query_terms(query: str) -> list[str]:
 def searchable(session: ChatSession) -> QuerySet[Message]:
     """The session's originals out of the model's view: compacted or pruned."""
     return (
-        Message.objects.filter(session=session, is_compaction_summary=False)
+        Message.objects.on_branch()
+        .filter(session=session, is_compaction_summary=False)
         .filter(Q(compacted_at__isnull=False) | Q(pruned_at__isnull=False))
         .exclude(role=Role.SYSTEM, metadata__has_key="systemType")
     )
@@ -163,7 +164,7 @@ def snippet(text: str, terms: Sequence[str], width: int = SNIPPET_CHARS) -> str:
 # -- the passes, per database ------------------------------------------------------------
 
 _PG_SCOPE = (
-    "m.session_id = %s AND m.recall_document IS NOT NULL "
+    "m.session_id = %s AND m.recall_document IS NOT NULL AND m.fork_id IS NULL "
     "AND (m.compacted_at IS NOT NULL OR m.pruned_at IS NOT NULL)"
 )
 
@@ -203,7 +204,7 @@ def _pg_substrings(session_id: str, terms: Sequence[str]) -> list[int]:
 
 
 _SQLITE_SCOPE = (
-    "m.session_id = %s AND m.is_compaction_summary = 0 "
+    "m.session_id = %s AND m.is_compaction_summary = 0 AND m.fork_id IS NULL "
     "AND (m.compacted_at IS NOT NULL OR m.pruned_at IS NOT NULL) "
     "AND NOT (m.role = 'system' AND json_type(m.metadata, '$.systemType') IS NOT NULL)"
 )

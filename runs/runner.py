@@ -17,17 +17,18 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from django.conf import settings
 
-from agents.broadcast import apublish, asend_to
+from agents.broadcast import apublish, asend_to, publish
 from agents.events import CompactionSkipped, ErrorEvent, MessageStored
 from agents.leases import COMPACT, TURN, SessionLease, new_holder
 from agents.models import ChatSession, CompactionPreview, CompactionRecord, CompactionStatus
 from agents.reasons import wire_text
 from chat import control
+from chat.branching import AcceptedBranch
 from chat.turn import AcceptedChat
 from runs import jobs, worker
 from runs.inprocess import InProcessRunner
@@ -108,6 +109,42 @@ async def submit_retry(session_id: str, reply_to: str) -> None:
         in_process().spawn(
             jobs.run_retry(session_id, lease.holder, reply_to=reply_to), name=f"retry {session_id}"
         )
+
+
+def branch_turn(accepted: AcceptedBranch, reply_to: str) -> Coroutine[Any, Any, Any] | None:
+    """The turn a regenerate or an edit starts, when this process runs it (None: nothing
+    runs, or a worker runs it from its stored job)."""
+    if accepted.refusal is not None or not accepted.holder or uses_workers():
+        return None
+    return jobs.run_turn(
+        accepted.session_id,
+        accepted.holder,
+        prepared=accepted.prepared,
+        opening=accepted.events,
+        reply_to=reply_to,
+    )
+
+
+async def submit_branch(accepted: AcceptedBranch, reply_to: str) -> None:
+    """A regenerate, an edit or a version switch made (or refused): announced, and the
+    answer that follows a regenerate or an edit run as a turn is (its first events)."""
+    if accepted.refusal is not None:
+        await asend_to(reply_to, accepted.refusal)
+        return
+    work = branch_turn(accepted, reply_to)
+    if work is None:
+        await apublish(accepted.session_id, *accepted.events)
+    else:
+        in_process().spawn(work, name=f"turn {accepted.session_id}")
+
+
+def submit_branch_sync(accepted: AcceptedBranch) -> None:
+    """``submit_branch`` for a sync caller (REST) whose answer does not wait for the turn."""
+    work = branch_turn(accepted, "")
+    if work is None:
+        publish(accepted.session_id, *accepted.events)
+    else:
+        in_process().spawn(work, name=f"turn {accepted.session_id}")
 
 
 # --- compaction -------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from agents.access import (
     sessions_for_user,
 )
 from agents.auxiliary import default_auxiliary_set
+from agents.branches import messages_json
 from agents.channel_check import channel_test
 from agents.events import CompactionPreviewReady
 from agents.history_pages import MessageNotFound, history_page, message_for_session
@@ -289,7 +290,7 @@ class SessionMessagesView(ApiView):
             next_url = request.build_absolute_uri(f"{request.path}?{query}")
         return Response(
             {
-                "results": [message_to_json(m, view=view) for m in page.messages],
+                "results": messages_json(session=session, messages=page.messages, view=view),
                 "next": next_url,
             }
         )

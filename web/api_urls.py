@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from django.urls import path
 
-from web import api, api_chat_files, api_compactions, api_context, api_search, api_usage
+from web import (
+    api,
+    api_branches,
+    api_chat_files,
+    api_compactions,
+    api_context,
+    api_search,
+    api_usage,
+)
 
 app_name = "api"
 
@@ -28,6 +36,26 @@ urlpatterns = [
         "sessions/<str:session_id>/messages/<int:message_id>/",
         api_compactions.SessionMessageView.as_view(),  # GET, and PATCH (issue 17)
         name="session-message",
+    ),
+    path(
+        "sessions/<str:session_id>/messages/<int:message_id>/regenerate/",
+        api_branches.MessageRegenerateView.as_view(),
+        name="session-message-regenerate",
+    ),
+    path(
+        "sessions/<str:session_id>/messages/<int:message_id>/edit/",
+        api_branches.MessageEditView.as_view(),
+        name="session-message-edit",
+    ),
+    path(
+        "sessions/<str:session_id>/forks/",
+        api_branches.SessionForksView.as_view(),
+        name="session-forks",
+    ),
+    path(
+        "sessions/<str:session_id>/forks/<int:fork_id>/select/",
+        api_branches.ForkSelectView.as_view(),
+        name="session-fork-select",
     ),
     path(
         "sessions/<str:session_id>/compact/",

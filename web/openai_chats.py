@@ -177,9 +177,11 @@ def _recognised_chat(user: Any, agent: Agent, request: CompletionRequest) -> Cha
         messages__role=Role.USER,
         messages__queued_at__isnull=True,
         messages__is_compaction_summary=False,
+        messages__fork__isnull=True,
     )
     last_said = (
-        Message.objects.filter(
+        Message.objects.on_branch()
+        .filter(
             session=OuterRef("pk"),
             role=Role.USER,
             queued_at__isnull=True,

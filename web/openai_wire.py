@@ -18,9 +18,10 @@ from typing import Any
 
 from agents import reasons
 from agents.message_format import MessageFormatError, parse_openai_messages
+from agents.validation import MESSAGE_MAX_CHARS
 
 # The longest user message, as the socket's chat frame (CONTRACT §5) takes it.
-MAX_CONTENT_CHARS = 200_000
+MAX_CONTENT_CHARS = MESSAGE_MAX_CHARS
 
 # The header and the body field that name the chat a request continues, and the header
 # every answer names its chat in.

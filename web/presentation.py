@@ -87,6 +87,52 @@ class EventView:
 
 
 @dataclass(frozen=True, slots=True)
+class OtherVersionView:
+    """A version set aside, shown in the full history under the fork's switch."""
+
+    version: int
+    messages: tuple[MessageView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BranchView:
+    """A fork's switch, "‹ 2 / 3 ›" (issue 26 item 1), and in the full history the
+    versions set aside."""
+
+    fork_id: int
+    kind: str
+    version: int
+    versions: int
+    other_versions: tuple[OtherVersionView, ...] = ()
+
+    @property
+    def previous(self) -> int | None:
+        return self.version - 1 if self.version > 1 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.version + 1 if self.version < self.versions else None
+
+
+def branch_view(data: Any) -> BranchView | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        head = (int(data["forkId"]), str(data["kind"]), int(data["version"]))
+        versions = int(data["versions"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    others = tuple(
+        OtherVersionView(
+            _int(v.get("version")), tuple(message_view(m) for m in v.get("messages") or ())
+        )
+        for v in data.get("otherVersions") or ()
+        if isinstance(v, dict)
+    )
+    return BranchView(*head, versions, others)
+
+
+@dataclass(frozen=True, slots=True)
 class MessageView:
     id: int | None
     kind: MessageKind
@@ -104,6 +150,10 @@ class MessageView:
     stopped: bool = False  # an answer (or a tool call's result) cut by a stop
     truncated: bool = False  # a socket event's preview of a large message (socket framing)
     pinned: bool = False  # never summarized away (issue 17 item 2): a badge, Unpin in its menu
+    # issue 26 item 1: the switches this message carries — its own versions (an edit) and
+    # the answers to it (a regenerate)
+    branch: BranchView | None = None
+    answers: BranchView | None = None
 
     @property
     def has_menu(self) -> bool:
@@ -226,6 +276,8 @@ def message_view(data: dict[str, Any]) -> MessageView:
         stopped=bool(metadata.get("stopped")),
         truncated=bool(data.get("truncated")),
         pinned=bool(data.get("pinned")),
+        branch=branch_view(data.get("branch")),
+        answers=branch_view(data.get("answers")),
         event=event_view(metadata, fallback_error=str(data.get("content") or ""))
         if kind == "event"
         else None,

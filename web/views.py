@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from agents.access import agents_for_user, sessions_for_user
+from agents.branches import messages_json
 from agents.chat_files import ChatFileError, import_chat
 from agents.configuration import agent_editable
 from agents.history_pages import (
@@ -108,7 +109,10 @@ def _page_context(
 ) -> HistoryPage:
     page = history_page(session=session, view=view, before_id=before_id, size=size)
     return {
-        "page_messages": [message_view(message_to_json(m, view=view)) for m in page.messages],
+        "page_messages": [
+            message_view(row)
+            for row in messages_json(session=session, messages=page.messages, view=view)
+        ],
         "has_earlier": page.has_earlier,
         "first_id": page.first_id,
         "session_id": str(session.pk),

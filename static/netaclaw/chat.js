@@ -5,7 +5,9 @@
  *
  * Frames the page sends besides the message box's (chat/composer.js): the Stop button (and
  * Esc) sends #stop-form, {"type": "stop", "sessionId"}; a failed or stopped turn's Retry
- * sends #retry-form, {"type": "retry", "sessionId"}; Undo, "Compact up to here", the
+ * sends #retry-form, {"type": "retry", "sessionId"}; a message's Regenerate and Edit, and
+ * a fork's version switch, send theirs (chat/partials/message_actions.html,
+ * branch_switch.html; issue 26 item 1); Undo, "Compact up to here", the
  * ask-mode callout and the preview drawer send theirs (chat/history.js, menu.js,
  * suggestion.js, drawer.js). The page also loads chat-list.js (the chat list and its rename
  * and delete dialogs) and copy.js (copy buttons), which other pages share. */
@@ -41,6 +43,10 @@ on("htmx:wsConfigSend", (event) => {
   const invalid = event.detail.errors && event.detail.errors.length > 0;
   if (form.id === "chat-form") composer.send(event, form);
   else if (form.id === "retry-form") turn.setBusy(true);
+  else if (form.hasAttribute("data-edit-form") || form.hasAttribute("data-regenerate-form")) {
+    if (invalid) return;
+    history.branchSent(form);
+  }
   else if (form.hasAttribute("data-undo-form")) history.undoSent(form);
   else if (invalid) return; // htmx found the form invalid: nothing goes
   else if (form.hasAttribute("data-compact-up-to")) menu.confirmUpTo(event, form);

@@ -28,12 +28,15 @@ WIRE = [
     {"type": "undo", "sessionId": SID, "compactionId": 4},
     {"type": "preview_accept", "sessionId": SID, "previewId": 5, "summary": "edited"},
     {"type": "preview_discard", "sessionId": SID, "previewId": 5},
+    {"type": "regenerate", "sessionId": SID, "messageId": 6},
+    {"type": "edit", "sessionId": SID, "messageId": 6, "content": "again"},
+    {"type": "branch", "sessionId": SID, "forkId": 2, "version": 1},
 ]
 
 
 def test_every_frame_type_has_its_own_handler() -> None:
     types = [frame.type for frame in FRAME_CLASSES]
-    assert len(set(types)) == len(FRAME_CLASSES) == 9
+    assert len(set(types)) == len(FRAME_CLASSES) == 12
     for consumer in (ChatConsumer, ChatHtmlConsumer):
         handlers = {name for name, _ in inspect.getmembers(consumer) if name.startswith("on_")}
         assert handlers == {f"on_{t}" for t in types}

@@ -45,12 +45,12 @@ def test_htmx_headers_are_ignored() -> None:
         (
             '{"type": "dance"}',
             "unknown_type",
-            "unknown frame type 'dance'; expected one of: chat, compact, stop, resume, retry, undo, preview_accept, preview_discard",
+            "unknown frame type 'dance'; expected one of: chat, compact, stop, resume, retry, regenerate, edit, branch, undo, preview_accept, preview_discard",
         ),
         (
             '{"content": "x"}',
             "unknown_type",
-            "unknown frame type None; expected one of: chat, compact, stop, resume, retry, undo, preview_accept, preview_discard",
+            "unknown frame type None; expected one of: chat, compact, stop, resume, retry, regenerate, edit, branch, undo, preview_accept, preview_discard",
         ),
         ('{"type": "chat", "content": "x"}', "bad_field", "'sessionId' must be a non-empty string"),
         (

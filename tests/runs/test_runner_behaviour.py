@@ -134,3 +134,40 @@ def test_compact_compacts_and_a_second_socket_resumes_a_running_answer(runner, t
     pieces = [e for e in resumed if e["type"] == "delta"]
     assert [p["seq"] for p in pieces] == list(range(1, len(pieces) + 1))
     assert "".join(p["text"] for p in pieces) == SLOW
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_regenerate_and_edit_answer_again_and_keep_the_earlier_versions(runner, tmp_path) -> None:
+    """Issue 26 item 1 under both runners: the answer that follows a regenerate or an edit
+    runs as a turn does (with workers: its job stored with the change)."""
+    with ScriptedLLMServer(responder=_model) as llm:
+        token, sid = _world(llm)
+        with _web(runner, tmp_path / "var") as port:
+            ws = SyncSocket(port, token)
+            ws.send({"type": "chat", "sessionId": sid, "content": "第一问"})
+            first = ws.until("turn_done")
+            answer = next(
+                e["message"]["id"]
+                for e in first
+                if e["type"] == "message" and e["message"]["role"] == "assistant"
+            )
+            ws.send({"type": "regenerate", "sessionId": sid, "messageId": answer})
+            again = ws.until("turn_done", timeout=60)
+            changed = next(e for e in again if e["type"] == "branch_changed")
+            question = changed["marked"]["id"]
+            ws.send(
+                {"type": "edit", "sessionId": sid, "messageId": question, "content": "改过的问"}
+            )
+            edited = ws.until("turn_done", timeout=60)
+            fork = next(e for e in edited if e["type"] == "branch_changed")["forkId"]
+            ws.send({"type": "branch", "sessionId": sid, "forkId": fork, "version": 1})
+            switched = ws.until("branch_changed")
+            ws.close()
+    assert (changed["setAsideFrom"], changed["version"]) == (answer, 2)
+    assert "".join(e["text"] for e in again if e["type"] == "delta") == "回答：第一问"
+    assert "".join(e["text"] for e in edited if e["type"] == "delta") == "回答：改过的问"
+    # the edit's first version is back, with the regenerated answer chosen in it
+    assert switched[-1]["version"] == 1 and switched[-1]["marked"]["id"] == question
+    assert switched[-1]["marked"]["branch"]["versions"] == 2  # the edit's two versions
+    assert switched[-1]["marked"]["answers"]["versions"] == 2  # the answers to 第一问
+    assert _history(sid) == [("user", "第一问"), ("assistant", "回答：第一问")]

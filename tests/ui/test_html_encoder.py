@@ -82,6 +82,7 @@ def test_every_server_event_type_has_a_rendering() -> None:
         events.MessageUpdated: events.MessageUpdated(
             SID, {"id": 1, "role": "user", "content": "hi", "pinned": True}
         ),
+        events.BranchChanged: events.BranchChanged(SID, 2, "edit", 1, 2, turn=False),
     }
     assert set(typing.get_args(events.ServerEvent)) == set(samples)
     silent: set[type] = set()  # every event has an HTML rendering now (progress: issue 17)
@@ -392,3 +393,44 @@ def test_a_live_token_update_shows_and_clears_the_pause() -> None:
     assert "Automatic compaction is paused: it failed twice in a row." in status_en.text()
     _, cleared, *_ = _frame(_meter(100))
     assert "暂停" not in cleared.text()
+
+
+def test_a_regenerate_drops_what_it_set_aside_and_marks_the_question() -> None:
+    """Issue 26 item 1: the page drops the bubbles set aside (a signal with the first id and
+    the highest) and the question gets its switch in place, "回答 2 / 2"."""
+    question = {
+        "id": 7,
+        "role": "user",
+        "content": "问题",
+        "answers": {"forkId": 3, "kind": "regenerate", "version": 2, "versions": 2},
+    }
+    changed = events.BranchChanged(
+        "s1",
+        3,
+        "regenerate",
+        2,
+        2,
+        set_aside_from=8,
+        set_aside_through=12,
+        marked=question,
+        turn=True,
+    )
+    nodes = _frame(changed)
+    _no_live_markup(nodes)
+    cut = next(n for top in nodes for n in [top, *top.iter()] if n.get("data-branch-cut"))
+    assert (cut.get("data-branch-cut"), cut.get("data-branch-cut-through")) == ("8", "12")
+    marked = next(n for n in nodes if n.id == "msg-7")
+    assert marked.get("hx-swap-oob") == "true"
+    switch = next(n for n in marked.iter() if n.get("data-branch-switch") == "3")
+    assert " ".join(switch.text().split()) == "‹ 回答 2 / 2 ›"
+    assert (
+        next(n for n in switch.iter() if "data-branch-previous" in n.attrs).get("disabled") is None
+    )
+    assert any(n.id == "turn-status" and n.get("data-busy") == "true" for n in nodes)
+
+
+def test_a_version_switch_reloads_the_list() -> None:
+    switched = events.BranchChanged("s1", 3, "edit", 1, 2, set_aside_from=20, turn=False)
+    nodes = _frame(switched)
+    assert any(n.get("data-history-refresh") == "s1" for top in nodes for n in [top, *top.iter()])
+    assert not any(n.get("data-branch-cut") for top in nodes for n in [top, *top.iter()])

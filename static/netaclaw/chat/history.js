@@ -4,7 +4,8 @@
  * brings a [data-history-refresh] signal into #notices, and a pin from the drawer answers
  * with the netaclaw:history-changed event: the page then reloads #messages from its own
  * address (its view), so the restored originals show in their places and the summary
- * leaves the compacted view. */
+ * leaves the compacted view. A version switch (issue 26 item 1) reloads it the same way;
+ * a regenerate or an edit drops what it set aside ([data-branch-cut]). */
 import { all, byId, nearBottom } from "../dom.js";
 
 export function showLatestUndo() {
@@ -50,12 +51,42 @@ export function reload() {
     );
 }
 
+/** A regenerate or an edit set messages aside (issue 26 item 1): their bubbles leave, from
+ * the first one set aside on, up to the highest id set aside — a bubble of the new version
+ * that arrived first stays. */
+function cutBranch(signal) {
+  const first = byId(`msg-${signal.dataset.branchCut}`);
+  const through = Number(signal.dataset.branchCutThrough || 0);
+  signal.remove();
+  if (!first) return;
+  let node = first;
+  while (node) {
+    const next = node.nextElementSibling;
+    const id = Number((node.id || "").replace(/^msg-/, ""));
+    if (node === first || (node.id.startsWith("msg-") && id <= through)) node.remove();
+    node = next;
+  }
+}
+
 /** htmx:wsAfterMessage: a refresh signal is taken (and dropped); Undo stays on the newest. */
 export function afterMessage() {
+  all("#notices [data-branch-cut]").forEach(cutBranch);
   const signals = all("#notices [data-history-refresh]");
   if (signals.length) {
     signals.forEach((signal) => signal.remove());
     reload();
   }
   showLatestUndo();
+}
+
+/** htmx:wsConfigSend of a Regenerate or an Edit: the turn starts (the server says so, or
+ * refuses with a notice); an edit's box closes. */
+export function branchSent(form) {
+  const edit = form.closest("details[data-msg-edit]");
+  if (edit) edit.open = false;
+  const button = form.querySelector("button");
+  if (button) button.disabled = true;
+  setTimeout(() => {
+    if (document.body.contains(button)) button.disabled = false;
+  }, 5000);
 }
