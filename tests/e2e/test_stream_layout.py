@@ -16,8 +16,7 @@ from scripted_llm import Reply
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 820}
 ANSWER = (
-    "第一段：先把命令行解析抽成 cli.py，再把配置加载放进 config.py，最后让 main.py 只负责组装。"
-    * 3
+    "第一段：先把命令行解析抽成 cli.py，再把配置加载放进 config.py，最后让 main.py 只负责组装。" * 3
 )
 
 BOX = """(selector) => {
