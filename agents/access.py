@@ -39,7 +39,11 @@ def session_for_user(*, user: Any, session_id: Any) -> ChatSession:
     if key is None or not getattr(user, "is_authenticated", False):
         raise SessionNotFound(str(session_id))
     try:
-        return sessions_for_user(user=user).select_related("agent__model_channel").get(pk=key)
+        return (
+            sessions_for_user(user=user)
+            .select_related("model_channel", "agent__model_channel")
+            .get(pk=key)
+        )
     except ChatSession.DoesNotExist:
         raise SessionNotFound(str(session_id)) from None
 

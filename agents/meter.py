@@ -137,7 +137,7 @@ def meter_read(
         if session.token_calibration:  # the last compaction's measured ÷ estimated (item 10)
             used = round(used * session.token_calibration)
         estimated = True
-    window = context_window(agent.model_channel)
+    window = context_window(session.channel)
     breakdown = None
     if tools is not None:
         breakdown = context_breakdown(
@@ -180,7 +180,7 @@ def context_reading(*, session: ChatSession, visible: VisibleTokens | None = Non
 def token_update(session_id: str) -> TokenUpdate:
     """The token bar's event, read now."""
     session = ChatSession.objects.select_related(
-        "agent__model_channel", "agent__auxiliary_model_channel"
+        "model_channel", "agent__model_channel", "agent__auxiliary_model_channel"
     ).get(pk=session_id)
     return TokenUpdate.of(str(session_id), context_reading(session=session))
 

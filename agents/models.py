@@ -281,6 +281,16 @@ class ChatSession(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
     )
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="sessions")
+    # Issue 26 item 3: this chat's model, over its agent's (None: the agent's); the token
+    # bar, the window and the threshold follow it (``channel``).
+    model_channel = models.ForeignKey(
+        ModelChannel,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("model channel of this chat"),
+    )
     title = models.CharField(_("title"), max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -320,6 +330,13 @@ class ChatSession(models.Model):
 
     def __str__(self) -> str:
         return self.title or str(self.id)
+
+    @property
+    def channel(self) -> ModelChannel | None:
+        """The model this chat talks to: its own choice, else its agent's."""
+        if self.model_channel_id is not None:
+            return self.model_channel
+        return self.agent.model_channel
 
 
 class Role(models.TextChoices):

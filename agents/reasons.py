@@ -243,6 +243,18 @@ REASONS: dict[str, Reason] = {
         "socket", _("No such set of versions in this chat's history."), http_status=404
     ),
     "unknown_version": Reason("socket", _("No such version."), http_status=404),
+    # --- a chat's own model (issue 26 item 3) -------------------------------------------
+    "unknown_channel": Reason("socket", _("No such enabled model channel."), http_status=404),
+    "history_too_large": Reason(
+        "control",
+        _(
+            "This chat's history is over the new model's compaction threshold: compact it "
+            "for that model first, or choose a model with a larger window."
+        ),
+    ),
+    "compaction_timeout": Reason(
+        "compaction", _("The compaction did not finish in time; the chat keeps its model.")
+    ),
 }
 
 # An HTTP request refused before a view's own logic (``{"error", "reason"}`` bodies).

@@ -122,7 +122,11 @@ def session_by_id(session_id: str) -> ChatSession:
         key = uuid.UUID(str(session_id))
     except ValueError:
         raise SessionIOError(f"unknown session {session_id}") from None
-    session = ChatSession.objects.select_related("agent__model_channel").filter(pk=key).first()
+    session = (
+        ChatSession.objects.select_related("model_channel", "agent__model_channel")
+        .filter(pk=key)
+        .first()
+    )
     if session is None:
         raise SessionIOError(f"unknown session {session_id}")
     return session

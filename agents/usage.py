@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from agents.models import ChatSession, CompactionRecord, ModelChannel
 
@@ -74,12 +75,17 @@ def _price(channel: ModelChannel | None, tokens_in: int, tokens_out: int) -> Dec
 
 def _usage(sessions: QuerySet[ChatSession], records: QuerySet[CompactionRecord]) -> Usage:
     """Two aggregate queries (and the prices of the channels they name): chats by their
-    agent's model channel, compaction records by the auxiliary channel they used."""
+    model channel, compaction records by the auxiliary channel they used."""
     total = Usage()
-    chats = sessions.values("agent__model_channel").annotate(
-        tokens_in=Sum("total_input_tokens"),
-        tokens_out=Sum("total_output_tokens"),
-        calls=Sum("api_calls"),
+    # a chat's own model (issue 26 item 3) over its agent's: all its tokens at today's
+    chats = (
+        sessions.annotate(chat_channel=Coalesce("model_channel", "agent__model_channel"))
+        .values("chat_channel")
+        .annotate(
+            tokens_in=Sum("total_input_tokens"),
+            tokens_out=Sum("total_output_tokens"),
+            calls=Sum("api_calls"),
+        )
     )
     aux = records.values("auxiliary_channel").annotate(
         tokens_in=Sum("aux_input_tokens"),
@@ -88,7 +94,7 @@ def _usage(sessions: QuerySet[ChatSession], records: QuerySet[CompactionRecord])
     )
     chat_rows, aux_rows = list(chats), list(aux)
     by_id = ModelChannel.objects.in_bulk(
-        [r["agent__model_channel"] for r in chat_rows if r["agent__model_channel"]]
+        [r["chat_channel"] for r in chat_rows if r["chat_channel"]]
     )
     by_name = {
         c.name: c
@@ -96,7 +102,7 @@ def _usage(sessions: QuerySet[ChatSession], records: QuerySet[CompactionRecord])
     }
     for row in chat_rows:
         tokens_in, tokens_out = row["tokens_in"] or 0, row["tokens_out"] or 0
-        channel = by_id.get(row["agent__model_channel"])
+        channel = by_id.get(row["chat_channel"])
         total = total + Usage(
             tokens_in, tokens_out, row["calls"] or 0, cost=_price(channel, tokens_in, tokens_out)
         )

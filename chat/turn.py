@@ -117,14 +117,14 @@ class PreparedTurn:
 
 def _load_session(session_id: str) -> ChatSession:
     return ChatSession.objects.select_related(
-        "agent__model_channel", "agent__auxiliary_model_channel"
+        "model_channel", "agent__model_channel", "agent__auxiliary_model_channel"
     ).get(pk=session_id)
 
 
 def _refusal(session: ChatSession) -> ErrorEvent | None:
     """Why the model may not be called for this session, if it may not."""
     agent, session_id = session.agent, str(session.pk)
-    channel = agent.model_channel
+    channel = session.channel
     if channel is None or not channel.enabled:
         return ErrorEvent(wire_text("no_model_channel"), "no_model_channel", session_id)
     threshold = context_window(channel) * agent.compaction_threshold_percent // 100
@@ -459,7 +459,7 @@ def _store_failure(
 ) -> tuple[dict[str, Any], TurnFailure, str]:
     """The record of a failed turn: its reason, the provider's status and words (never an
     exception's class name) and the model channel to check."""
-    channel = session.agent.model_channel
+    channel = session.channel
     found = TurnFailure.of(
         failure.reason,
         failure.message,
@@ -647,7 +647,7 @@ class ChatTurn:
         return registry
 
     async def _run_agent(self, messages: list[Message]) -> None:
-        channel = self.session.agent.model_channel
+        channel = self.session.channel
         assert channel is not None  # a turn without a channel is refused above
         await runtime.run_agent(
             provider=get_provider(channel_config(channel)),

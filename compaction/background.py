@@ -86,7 +86,7 @@ def _wanted(session: ChatSession, reading: MeterReading) -> bool:
         return False
     if agent.compaction_mode != CompactionMode.AUTO or session.auto_compaction_paused_reason:
         return False
-    return agent.model_channel is not None and reading.used_tokens >= soft_threshold_tokens(reading)
+    return session.channel is not None and reading.used_tokens >= soft_threshold_tokens(reading)
 
 
 def preparation_due(*, session: ChatSession, reading: MeterReading) -> bool:

@@ -221,7 +221,7 @@ def policy_for_session(
         if messages is not None:
             measured = measured_tokens(session)
             scale = token_scale(estimated=estimate_messages(messages), measured=measured)
-    window = max(1, round(context_window(agent.model_channel) * scale))
+    window = max(1, round(context_window(session.channel) * scale))
     percent = agent.compaction_threshold_percent
     cap = agent.compaction_token_cap
     if cap is not None and round(cap * scale) < window * percent // 100:

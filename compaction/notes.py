@@ -48,7 +48,7 @@ _ASK = {
 def write_notes(session: ChatSession, messages: list[core.Message]) -> str:
     """One bounded step of the agent's model over ``messages`` (the context about to be
     compacted); returns the notes ('' when the step failed or wrote nothing)."""
-    channel = session.agent.model_channel
+    channel = session.channel
     if channel is None:
         return ""
     language = core.detect_language(messages)

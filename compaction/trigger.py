@@ -49,7 +49,7 @@ def _at_threshold(*, session: ChatSession, reading: MeterReading, visible_count:
     """Over the threshold — the percentage or the agent's token cap, whichever comes first
     (``MeterReading.threshold_tokens``) — with more history than the head and a minimum
     tail."""
-    if session.agent.model_channel is None or not reading.over_threshold:
+    if session.channel is None or not reading.over_threshold:
         return False
     return visible_count > session.agent.compaction_protect_first_n + MIN_TAIL_MESSAGES
 

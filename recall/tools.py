@@ -67,7 +67,9 @@ CONTEXT_STATUS = ToolSpec(
 
 
 def _session(session_id: str) -> ChatSession:
-    return ChatSession.objects.select_related("agent__model_channel").get(pk=session_id)
+    return ChatSession.objects.select_related("model_channel", "agent__model_channel").get(
+        pk=session_id
+    )
 
 
 @database_sync_to_async

@@ -51,6 +51,7 @@ from agents.access import (
 from agents.auxiliary import default_auxiliary_set
 from agents.branches import messages_json
 from agents.channel_check import channel_test
+from agents.chat_model import ModelSwitchRefused
 from agents.events import CompactionPreviewReady
 from agents.history_pages import MessageNotFound, history_page, message_for_session
 from agents.message_format import message_to_json
@@ -71,6 +72,7 @@ from web.api_errors import (
     as_api_exception,
 )
 from web.history_memory import history_served
+from web.model_switch import switch_chat_model
 from web.serializers import (
     AgentSerializer,
     CompactRequestSerializer,
@@ -177,11 +179,28 @@ class SessionDetailView(ApiView):
         parameters=[SESSION_ID], request=SessionUpdateSerializer, responses=SessionSerializer
     )
     def patch(self, request: Request, session_id: str) -> Response:
-        """Rename the chat; the owner's open pages follow (``session_updated``)."""
+        """Rename the chat (its owner's open pages follow: ``session_updated``) and/or
+        switch its model (409 ``history_too_large`` with ``tokens``, ``threshold`` and
+        ``window`` when its history no longer fits, unless ``compactFirst``)."""
         session = _own_session(request, session_id)
         body = SessionUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        session = session_rename(session=session, title=body.validated_data["title"])
+        wanted = body.validated_data
+        if "modelChannel" in wanted:
+            try:
+                session = switch_chat_model(
+                    session=session,
+                    channel_id=wanted["modelChannel"],
+                    compact_first=wanted["compactFirst"],
+                ).session
+            except ModelSwitchRefused as refused:
+                extra = refused.fit.to_json() if refused.fit is not None else {}
+                return Response(
+                    {"error": reasons.message(refused.reason), "reason": refused.reason, **extra},
+                    status=reasons.http_status(refused.reason),
+                )
+        if "title" in wanted:
+            session = session_rename(session=session, title=wanted["title"])
         return Response(SessionSerializer(session).data)
 
     @extend_schema(parameters=[SESSION_ID], responses={204: None})

@@ -65,7 +65,20 @@ class SharedField(serializers.BooleanField):
 # --- sessions -------------------------------------------------------------------------
 
 
+class ChatChannelSerializer(serializers.Serializer):
+    """The model a chat talks to (issue 26 item 3): never its key."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    model = serializers.CharField()
+    contextWindow = serializers.IntegerField(source="context_window")
+
+
 class SessionSerializer(serializers.ModelSerializer):
+    # ``model_channel``: the chat's own choice (null: its agent's); ``channel``: the one
+    # it talks to, either way (null: neither has one)
+    channel = ChatChannelSerializer(read_only=True, allow_null=True)
+
     class Meta:
         model = ChatSession
         fields = [
@@ -76,6 +89,8 @@ class SessionSerializer(serializers.ModelSerializer):
             "updated_at",
             "compaction_count",
             "auto_compaction_paused_reason",
+            "model_channel",
+            "channel",
         ]
         read_only_fields = fields
 
@@ -96,9 +111,18 @@ class SessionCreateSerializer(serializers.Serializer):
 
 
 class SessionUpdateSerializer(serializers.Serializer):
-    """``PATCH /api/sessions/<id>/`` ``{"title"}``: a new, non-blank title."""
+    """``PATCH /api/sessions/<id>/``: ``{"title"}`` a new, non-blank title; ``{"modelChannel"}``
+    the chat's own model (a channel id; null: its agent's again), ``compactFirst`` to compact
+    the chat for that model when its history no longer fits (issue 26 item 3)."""
 
-    title = serializers.CharField(max_length=TITLE_MAX_CHARS, allow_blank=False)
+    title = serializers.CharField(max_length=TITLE_MAX_CHARS, allow_blank=False, required=False)
+    modelChannel = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    compactFirst = serializers.BooleanField(required=False, default=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "title" not in attrs and "modelChannel" not in attrs:
+            raise serializers.ValidationError(_("Give a title or a modelChannel."))
+        return attrs
 
 
 # --- compaction -----------------------------------------------------------------------

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from web import compaction_views, pin_views, views
+from web import compaction_views, model_views, pin_views, views
 
 app_name = "chat"
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("<uuid:session_id>/", views.session_detail, name="session"),
     path("<uuid:session_id>/rename/", views.session_rename, name="rename"),
     path("<uuid:session_id>/delete/", views.session_delete, name="delete"),
+    path("<uuid:session_id>/model/", model_views.chat_model, name="model"),
     path("<uuid:session_id>/messages/", views.session_messages, name="messages"),
     path("<uuid:session_id>/messages/<int:message_id>/", views.message_detail, name="message"),
     path(

@@ -19,6 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from agents.access import agents_for_user, sessions_for_user
 from agents.branches import messages_json
 from agents.chat_files import ChatFileError, import_chat
+from agents.chat_model import chat_channel_choices
 from agents.configuration import agent_editable
 from agents.history_pages import (
     PAGE_SIZE,
@@ -194,11 +195,14 @@ def _auxiliary_channel(agent: Agent) -> ModelChannel | None:
         return None
 
 
-def _chat_context(request: HtmxHttpRequest, agent: Agent) -> ChatAgent:
-    channel = agent.model_channel
+def _chat_context(
+    request: HtmxHttpRequest, agent: Agent, session: ChatSession | None = None
+) -> ChatAgent:
+    """The agent's (a chat's own model, issue 26 item 3, over its agent's)."""
+    channel = session.channel if session is not None else agent.model_channel
     return {
         "agent": agent,
-        "channel_missing": _channel_missing(agent),
+        "channel_missing": channel is None or not channel.enabled,
         "can_edit_agent": agent_editable(user=request.user, agent=agent),
         "current_agent_id": agent.pk,
         "waiting_model": channel_label(channel),
@@ -251,7 +255,8 @@ def session_detail(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpRespo
         **_sidebar(request),
         **_page_context(session, view, None, size),
         "found_message_id": found,
-        **_chat_context(request, agent),
+        **_chat_context(request, agent, session),
+        "model_choices": list(chat_channel_choices()),
         "session": session,
         "meter": MeterView(reading),
         "usage": session_usage(session=session),

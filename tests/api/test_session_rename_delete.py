@@ -50,7 +50,7 @@ def test_rename(alice, alice_api, shared_agent, django_capture_on_commit_callbac
 @pytest.mark.parametrize(
     ("payload", "errors"),
     [
-        ({}, {"title": ["This field is required."]}),
+        ({}, {"non_field_errors": ["Give a title or a modelChannel."]}),
         ({"title": "   "}, {"title": ["This field may not be blank."]}),
         ({"title": "x" * 201}, {"title": ["Ensure this field has no more than 200 characters."]}),
     ],

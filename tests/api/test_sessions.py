@@ -20,6 +20,8 @@ SESSION_FIELDS = {
     "updated_at",
     "compaction_count",
     "auto_compaction_paused_reason",
+    "model_channel",  # issue 26 item 3: the chat's own model (null: its agent's)
+    "channel",  # the one it talks to
 }
 
 
