@@ -243,6 +243,20 @@ REASONS: dict[str, Reason] = {
         "socket", _("No such set of versions in this chat's history."), http_status=404
     ),
     "unknown_version": Reason("socket", _("No such version."), http_status=404),
+    # --- attachments (issue 26 item 4) ---------------------------------------------------
+    "attachment_too_large": Reason(
+        "request", _("The file is larger than one attachment may be."), http_status=413
+    ),
+    "workspace_full": Reason(
+        "request",
+        _("The chat's workspace has no room for this file; nothing was written."),
+        http_status=413,
+    ),
+    "too_many_attachments": Reason("socket", _("Too many files attached to one message.")),
+    "unknown_attachment": Reason(
+        "socket", _("An attached file is not in this chat's workspace any more; attach it again.")
+    ),
+    "no_file": Reason("request", _("Choose a file to attach.")),
     # --- a chat's own model (issue 26 item 3) -------------------------------------------
     "unknown_channel": Reason("socket", _("No such enabled model channel."), http_status=404),
     "history_too_large": Reason(

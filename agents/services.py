@@ -14,6 +14,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from agents.attachments import Attachment, attachment_note
 from agents.broadcast import publish_to_owner
 from agents.event_records import EventRecord
 from agents.events import SessionDeleted, SessionUpdated
@@ -145,6 +146,7 @@ def message_append(
     output_tokens: int | None = None,
     record_usage: bool = False,
     queued: bool = False,
+    also_counted: str = "",
 ) -> Message:
     """Store one message at the end of the session, with its token estimate.
 
@@ -154,6 +156,9 @@ def message_append(
 
     ``queued``: a user's message sent while a turn runs; it stays out of every history
     view until ``turn_start`` releases it.
+
+    ``also_counted``: text the model reads with the message but the row does not hold
+    (attached files' note), counted in its estimate.
 
     ``record_usage``: the message is the answer to a model call whose ``input_tokens`` and
     ``output_tokens`` the provider reported; the session's usage counters (the meter's
@@ -174,7 +179,7 @@ def message_append(
         tool_calls=tool_calls,
         tool_call_id=storable_call_id(tool_call_id or ""),
         metadata=storable_json(metadata or {}),
-        token_estimate=message_estimate(role, content, tool_calls),
+        token_estimate=message_estimate(role, content + also_counted, tool_calls),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         queued_at=timezone.now() if queued else None,
@@ -223,12 +228,25 @@ def session_touch_save(*, session: ChatSession, content: str) -> SessionUpdated 
 
 
 def user_message_append(
-    *, session: ChatSession, content: str, queued: bool = False, touched: bool = False
+    *,
+    session: ChatSession,
+    content: str,
+    queued: bool = False,
+    touched: bool = False,
+    attachments: Sequence[Attachment] = (),
 ) -> Message:
     """A user's chat message, and ``session_touch`` unless the caller writes it (``touched``:
     with the turn lease in one statement, or ``session_touch_save``; then the caller
-    announces a new title). ``queued``: sent while a turn runs (see ``message_append``)."""
-    stored = message_append(session=session, role=Role.USER, content=content, queued=queued)
+    announces a new title). ``queued``: sent while a turn runs (see ``message_append``);
+    ``attachments``: the files it carries (``agents.attachments``)."""
+    stored = message_append(
+        session=session,
+        role=Role.USER,
+        content=content,
+        queued=queued,
+        metadata={"attachments": [a.to_json() for a in attachments]} if attachments else None,
+        also_counted=attachment_note(attachments),
+    )
     if not touched:
         renamed = session_touch_save(session=session, content=content)
         if renamed is not None:

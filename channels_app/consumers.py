@@ -131,6 +131,7 @@ class ChatConsumer(RevocableSocket, EventSocketConsumer):
             lease_seconds(),
             runner.turn_deferrer(),
             self.channel_name,
+            attachments=frame.attachments,
         )
         if accepted is None:
             await self.refuse_session(frame.session_id)

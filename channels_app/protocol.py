@@ -33,6 +33,8 @@ class ChatFrame:
 
     session_id: str
     content: str
+    # workspace paths of files uploaded for this message (issue 26 item 4)
+    attachments: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +189,28 @@ def _refuse_nul(text: str, what: str, session_id: str) -> None:
 
 
 def _parse_chat(data: dict[str, Any], session_id: str) -> ChatFrame:
-    return ChatFrame(session_id=session_id, content=_content(data, session_id))
+    return ChatFrame(session_id, _content(data, session_id), _attachments(data, session_id))
+
+
+MAX_ATTACHMENTS = 20
+
+
+def _attachments(data: dict[str, Any], session_id: str) -> tuple[str, ...]:
+    """``attachments``: the paths the upload answered, at most ``MAX_ATTACHMENTS``."""
+    value = data.get("attachments")
+    if value is None or value == []:
+        return ()
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_ATTACHMENTS
+        or not all(isinstance(p, str) and 0 < len(p) <= 1024 and "\x00" not in p for p in value)
+    ):
+        raise ProtocolError(
+            f"'attachments' must be a list of at most {MAX_ATTACHMENTS} file paths",
+            "bad_field",
+            session_id,
+        )
+    return tuple(value)
 
 
 def _starts_chat(data: dict[str, Any]) -> bool:

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,6 +31,7 @@ from django.db import DatabaseError, transaction
 
 from agents import runtime, services
 from agents.access import SessionNotFound, agent_for_user, session_for_user
+from agents.attachments import Attachment, AttachmentRefused, attachments_found
 from agents.broadcast import apublish
 from agents.event_records import EventRecord
 from agents.events import (
@@ -174,6 +175,7 @@ def _accept_chat(
     defer: DeferTurn | None = None,
     reply_to: str = "",
     queue: bool = True,
+    attachments: Sequence[str] = (),
 ) -> AcceptedChat | None:
     """The access check (the one gate), the store and, when no turn runs in the session,
     the session's lease for ``holder``, the release of what was queued and the turn's
@@ -184,7 +186,9 @@ def _accept_chat(
     durable at once, in no history view until a turn starts; then the lease is tried once
     more, since its holder may have ended and looked for queued messages just before this
     one was stored. ``queue=False`` refuses it instead (``turn_in_progress``, nothing
-    stored): a caller that answers "busy" itself, as the OpenAI-compatible API does."""
+    stored): a caller that answers "busy" itself, as the OpenAI-compatible API does.
+    ``attachments``: the paths of files uploaded to the chat's workspace that the message
+    carries (``agents.attachments``; one that is not there refuses the message)."""
     try:
         session = session_for_user(user=user, session_id=raw_session_id)
     except SessionNotFound:
@@ -193,6 +197,9 @@ def _accept_chat(
     refusal = _refusal(session)
     if refusal is not None:  # stored, it would wait to be sent beside the next message
         return AcceptedChat(sid, (), refusal=refusal)
+    files = _attached(session, attachments)
+    if isinstance(files, ErrorEvent):
+        return AcceptedChat(sid, (), refusal=files)
     touch = services.session_touch(session=session, content=content)
     with transaction.atomic():
         if services.lease_acquire(
@@ -200,14 +207,16 @@ def _accept_chat(
         ):
             renamed = services.session_touched(session=session, changes=touch)
             released = services.turn_start(session=session)
-            stored = services.user_message_append(session=session, content=content, touched=True)
+            stored = services.user_message_append(
+                session=session, content=content, touched=True, attachments=files
+            )
             started = _started(session, holder, defer, reply_to)
             return AcceptedChat(sid, _json([*released, stored]), holder, started, renamed=renamed)
     if not queue:
         busy = ErrorEvent(wire_text("turn_in_progress"), "turn_in_progress", sid)
         return AcceptedChat(sid, (), refusal=busy)
     queued = services.user_message_append(
-        session=session, content=content, queued=True, touched=True
+        session=session, content=content, queued=True, touched=True, attachments=files
     )
     renamed = services.session_touch_save(session=session, content=content)
     with transaction.atomic():
@@ -216,6 +225,15 @@ def _accept_chat(
             started = _started(session, holder, defer, reply_to)
             return AcceptedChat(sid, _json(released), holder, started, renamed=renamed)
     return AcceptedChat(sid, _json([queued]), renamed=renamed)
+
+
+def _attached(session: ChatSession, paths: Sequence[str]) -> list[Attachment] | ErrorEvent:
+    """The files a message names, or why it is refused (nothing is stored then)."""
+    try:
+        return attachments_found(session=session, paths=paths) if paths else []
+    except AttachmentRefused as refused:
+        text = wire_text(refused.reason, refused.detail)
+        return ErrorEvent(text, refused.reason, str(session.pk))
 
 
 def _started(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agents.attachments import attachment_note, attachments_of, image_bytes
 from agents.meter import context_window, meter_read, system_prompt_tokens
 from agents.models import ChatSession, ModelChannel
 from agents.models import Message as StoredMessage
@@ -14,6 +16,7 @@ from agents.selectors import history_queryset, llm_history_load
 from compaction.continuity import answered_since, continuity_message, newest_summary_index
 from condense import (
     CompactionPolicy,
+    ImagePart,
     Message,
     core_role,
     estimate_messages,
@@ -21,6 +24,7 @@ from condense import (
     repair_tool_pairing,
     tool_calls_from_json,
 )
+from llm.vision import takes_images
 
 # estimate ÷ measured outside this range is a broken report, not a language
 MIN_CALIBRATION = 0.1
@@ -39,6 +43,9 @@ def to_core_message(stored: StoredMessage, *, recall_hint: bool = False) -> Mess
         content = pruned_stub(
             tool_name if isinstance(tool_name, str) else None, stored.pk, recall_hint=recall_hint
         )
+    elif stored.role == "user" and stored.metadata:
+        # issue 26 item 4: the agent is told which files the message carries, and where
+        content += attachment_note(attachments_of(stored.metadata))
     return Message(
         role=core_role(stored.role),
         content=content,
@@ -173,9 +180,39 @@ def summarized_originals(session: ChatSession) -> tuple[list[Message], int]:
 def llm_context_for_session(
     session: ChatSession, stored: list[StoredMessage] | None = None
 ) -> list[Message]:
-    """What every model request is built from: tool pairing always repaired."""
+    """What every model request is built from: tool pairing always repaired; a user's
+    attached images as images when the chat's model takes them (issue 26 item 4)."""
+    if stored is None:
+        stored = llm_history_load(session=session)
     repaired, _dropped = repair_tool_pairing(core_messages_for_session(session, stored))
-    return repaired
+    channel = session.channel
+    if channel is None or not takes_images(channel.provider, channel.model):
+        return repaired
+    images = _images_by_message(session, stored)
+    return [replace(m, images=images[m.id]) if m.id in images else m for m in repaired]
+
+
+MAX_IMAGES_PER_MESSAGE = 5
+MAX_IMAGE_BYTES = 5_000_000  # what Anthropic takes per image; OpenAI takes more
+
+
+def _images_by_message(
+    session: ChatSession, stored: list[StoredMessage]
+) -> dict[int | None, tuple[ImagePart, ...]]:
+    found: dict[int | None, tuple[ImagePart, ...]] = {}
+    for row in stored:
+        if row.role != "user" or not row.metadata:
+            continue
+        parts: list[ImagePart] = []
+        for attached in attachments_of(row.metadata):
+            if not attached.is_image or attached.size > MAX_IMAGE_BYTES:
+                continue
+            data = image_bytes(session.pk, attached)
+            if data is not None and len(parts) < MAX_IMAGES_PER_MESSAGE:
+                parts.append(ImagePart(attached.type, base64.b64encode(data).decode("ascii")))
+        if parts:
+            found[row.pk] = tuple(parts)
+    return found
 
 
 def measured_tokens(session: ChatSession) -> int | None:

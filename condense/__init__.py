@@ -62,6 +62,7 @@ from condense.regrounding import (
 from condense.summarizing import Summarize, SummaryRequest
 from condense.tokens import estimate_each, estimate_messages, estimate_tokens
 from condense.types import (
+    ImagePart,
     Message,
     ToolCall,
     core_role,
@@ -106,6 +107,7 @@ __all__ = [
     "CompactionPolicy",
     "CompactionResult",
     "DroppedFact",
+    "ImagePart",
     "IndexEntry",
     "Message",
     "Span",

@@ -22,6 +22,15 @@ def core_role(value: str) -> Role:
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image a user attached, for a model that takes images: its type and its bytes as
+    base64 (issue 26 item 4)."""
+
+    media_type: str
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall:
     """One function call requested by the assistant; ``arguments`` is JSON text."""
 
@@ -47,6 +56,8 @@ class Message:
     is_summary: bool = False
     metadata: dict = field(default_factory=dict, compare=False, hash=False)
     pinned: bool = False
+    # a user's attached images, sent as images (only to a model that takes them)
+    images: tuple[ImagePart, ...] = field(default=(), compare=False, hash=False)
 
 
 def tool_calls_to_json(tool_calls: Iterable[ToolCall]) -> list[dict[str, str]]:

@@ -102,7 +102,11 @@ def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
             block["content"] = message.content
         return "user", [block]
     # user messages, and tool output without a call id (cannot be a tool_result)
-    return "user", ([{"type": "text", "text": message.content}] if has_text else [])
+    images = [
+        {"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}}
+        for i in message.images
+    ]
+    return "user", [*images, *([{"type": "text", "text": message.content}] if has_text else [])]
 
 
 def _tool_results_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -93,6 +93,13 @@ def to_openai_message(message: Message) -> dict[str, Any]:
                 "content": message.content,
             }
         return {"role": "user", "content": message.content}  # an orphan result cannot be "tool"
+    if message.role == "user" and message.images:
+        parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+        parts += [
+            {"type": "image_url", "image_url": {"url": f"data:{i.media_type};base64,{i.data}"}}
+            for i in message.images
+        ]
+        return {"role": "user", "content": parts}
     return {"role": message.role, "content": message.content}
 
 

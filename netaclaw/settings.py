@@ -381,6 +381,8 @@ NETACLAW: dict[str, Any] = {
     # one tool call may take; bytes one write_file call may write; bytes of JSON arguments
     # per tool call and per model step; tool calls run per model step.
     "WORKSPACE_QUOTA_BYTES": int(os.environ.get("NETACLAW_WORKSPACE_QUOTA_BYTES", "20000000")),
+    # issue 26 item 4: the largest file one upload may add to a chat's workspace
+    "ATTACHMENT_MAX_BYTES": int(os.environ.get("NETACLAW_ATTACHMENT_MAX_BYTES", "10000000")),
     # Folders one workspace may hold, and folders deep a file may lie: a deep or wide tree
     # of empty folders cost disk and stalled every walk of the workspace (issue 27 items 3-4).
     "WORKSPACE_MAX_FOLDERS": int(os.environ.get("NETACLAW_WORKSPACE_MAX_FOLDERS", "1000")),

@@ -6,6 +6,7 @@ from django.urls import path
 
 from web import (
     api,
+    api_attachments,
     api_branches,
     api_chat_files,
     api_compactions,
@@ -46,6 +47,11 @@ urlpatterns = [
         "sessions/<str:session_id>/messages/<int:message_id>/edit/",
         api_branches.MessageEditView.as_view(),
         name="session-message-edit",
+    ),
+    path(
+        "sessions/<str:session_id>/attachments/",
+        api_attachments.SessionAttachmentsView.as_view(),
+        name="session-attachments",
     ),
     path(
         "sessions/<str:session_id>/forks/",

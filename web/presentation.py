@@ -87,6 +87,27 @@ class EventView:
 
 
 @dataclass(frozen=True, slots=True)
+class AttachmentView:
+    name: str
+    path: str
+    size: int
+    type: str
+
+
+def _attachment_views(metadata: dict[str, Any]) -> tuple[AttachmentView, ...]:
+    return tuple(
+        AttachmentView(
+            str(a.get("name") or ""),
+            str(a.get("path") or ""),
+            _int(a.get("size")),
+            str(a.get("type") or ""),
+        )
+        for a in metadata.get("attachments") or ()
+        if isinstance(a, dict)
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class OtherVersionView:
     """A version set aside, shown in the full history under the fork's switch."""
 
@@ -154,6 +175,8 @@ class MessageView:
     # the answers to it (a regenerate)
     branch: BranchView | None = None
     answers: BranchView | None = None
+    # issue 26 item 4: the files the user attached (name, path, size, type)
+    attachments: tuple[AttachmentView, ...] = ()
 
     @property
     def has_menu(self) -> bool:
@@ -278,6 +301,7 @@ def message_view(data: dict[str, Any]) -> MessageView:
         pinned=bool(data.get("pinned")),
         branch=branch_view(data.get("branch")),
         answers=branch_view(data.get("answers")),
+        attachments=_attachment_views(metadata),
         event=event_view(metadata, fallback_error=str(data.get("content") or ""))
         if kind == "event"
         else None,

@@ -239,12 +239,18 @@ class Workspace:
 
     def write_file(self, path: str, content: str) -> str:
         data = content.encode("utf-8", errors="replace")
-        limits = self.limits
-        if len(data) > limits.write_bytes:
+        if len(data) > self.limits.write_bytes:
             raise ToolError(
-                f"content is {len(data)} bytes; the limit is {limits.write_bytes} bytes "
+                f"content is {len(data)} bytes; the limit is {self.limits.write_bytes} bytes "
                 "per write_file call"
             )
+        return self.write_bytes(path, data)
+
+    def write_bytes(self, path: str, data: bytes) -> str:
+        """``data`` to ``path``, within the workspace's depth, folder and byte limits, or
+        nothing at all (a tool error says which limit); the file tools' and an upload's
+        one way in (``agents.attachments``)."""
+        limits = self.limits
         with self._file_errors():
             target = self.resolve(path)
             if target.is_dir():

@@ -11,6 +11,7 @@
  * ask-mode callout and the preview drawer send theirs (chat/history.js, menu.js,
  * suggestion.js, drawer.js). The page also loads chat-list.js (the chat list and its rename
  * and delete dialogs) and copy.js (copy buttons), which other pages share. */
+import * as attachments from "./chat/attachments.js";
 import * as composer from "./chat/composer.js";
 import * as context from "./chat/context.js";
 import * as drawer from "./chat/drawer.js";
@@ -109,7 +110,7 @@ on("click", (event) => {
   const dismiss = target.closest("[data-dismiss]");
   if (dismiss && dismiss.closest(".notice")) dismiss.closest(".notice").remove();
   if (!target.closest("details[data-msg-menu]")) menu.closeAll(null);
-  if (context.click(target)) return;
+  if (context.click(target) || attachments.click(target)) return;
   suggestion.click(target);
 });
 
@@ -132,6 +133,9 @@ on("keydown", (event) => {
 });
 
 on("input", (event) => composer.input(event));
+on("change", (event) => attachments.changed(event));
+on("paste", (event) => attachments.pasted(event));
+["dragover", "dragleave", "drop"].forEach((name) => on(name, (event) => attachments.dragged(event)));
 on("toggle", (event) => menu.toggled(event), true);
 
 onReady(() => {

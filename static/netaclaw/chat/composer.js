@@ -5,6 +5,7 @@
  * Enter sends, Shift+Enter is a new line, and the box grows with its text. The box stays
  * usable while the agent works: a message sent then waits as a chip under the running turn. */
 import { byId } from "../dom.js";
+import { busy as attachmentsBusy, takeForMessage } from "./attachments.js";
 import { follow } from "./scroll.js";
 import { currentSessionId } from "./session.js";
 import { parseSlashCommand } from "./slash.js";
@@ -38,9 +39,14 @@ export function send(event, form) {
     refuse(event, form.getAttribute("data-compact-unsaved"));
     return;
   }
+  if (parsed.kind === "text" && attachmentsBusy()) {
+    refuse(event, form.getAttribute("data-uploading"));
+    return;
+  }
   if (parsed.kind === "command") {
     event.detail.parameters = Object.assign({}, parsed.frame, { sessionId: params.sessionId });
   } else {
+    takeForMessage(params);
     setBusy(true);
   }
   showHint("");
