@@ -16,6 +16,7 @@ import * as composer from "./chat/composer.js";
 import * as context from "./chat/context.js";
 import * as drawer from "./chat/drawer.js";
 import * as frames from "./chat/frames.js";
+import * as headerMenu from "./chat/header_menu.js";
 import * as history from "./chat/history.js";
 import * as menu from "./chat/menu.js";
 import * as scroll from "./chat/scroll.js";
@@ -110,7 +111,7 @@ on("click", (event) => {
   const dismiss = target.closest("[data-dismiss]");
   if (dismiss && dismiss.closest(".notice")) dismiss.closest(".notice").remove();
   if (!target.closest("details[data-msg-menu]")) menu.closeAll(null);
-  if (context.click(target) || attachments.click(target)) return;
+  if (headerMenu.click(target) || context.click(target) || attachments.click(target)) return;
   suggestion.click(target);
 });
 
@@ -119,7 +120,7 @@ on("click", (event) => {
 // phone takes it before this (chat-list.js).
 function escape(event) {
   if (modalOpen()) return;
-  if (menu.closeOpen() || context.closeOpen()) {
+  if (menu.closeOpen() || context.closeOpen() || headerMenu.closeOpen()) {
     event.preventDefault();
   } else if (turn.isWorking()) {
     event.preventDefault();

@@ -32,7 +32,9 @@ PASTE = """([name, text]) => {
 
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_files_attach_by_paperclip_drop_and_paste(page: Page, data, daphne_url, llm, size) -> None:
+def test_files_attach_by_paperclip_drop_and_paste(
+    page: Page, data, daphne_url, llm, size, readme_shot
+) -> None:
     page.set_viewport_size(size)
     user = data.user("attacher")
     chat = data.session(
@@ -58,6 +60,8 @@ def test_files_attach_by_paperclip_drop_and_paste(page: Page, data, daphne_url, 
     pending.filter(has_text="pasted.txt").locator("[data-remove-attachment]").click()
     expect(pending).to_have_count(2)
     assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]
+    if size is DESKTOP:
+        readme_shot(page, "attachments-pending", docs="chat-attachments")
 
     box = page.get_by_label("输入消息")
     box.fill("看看这些文件")

@@ -41,7 +41,7 @@ def _no_sideways_scroll(page: Page) -> None:
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_regenerate_keeps_the_first_answer_behind_a_switch(
-    page: Page, data, daphne_url, llm, size
+    page: Page, data, daphne_url, llm, size, readme_shot
 ) -> None:
     chat, (q1, a1, q2, a2) = _open(page, data, daphne_url, size)
     llm.queue_main(Reply(text="更好的回答：用 pytest 的 tests/unit 与 tests/e2e。", chunk_size=5))
@@ -52,6 +52,8 @@ def test_regenerate_keeps_the_first_answer_behind_a_switch(
     switch = page.locator(f"#msg-{q2} [data-branch-switch]")
     expect(switch.locator("[data-branch-count]")).to_have_text("回答 2 / 2")
     _no_sideways_scroll(page)
+    if size is DESKTOP:
+        readme_shot(page, "branches-regenerated", docs="chat-regenerate-versions")
 
     switch.locator("[data-branch-previous]").click()
     expect(page.locator(f"#msg-{a2}")).to_be_visible()

@@ -14,6 +14,7 @@ from playwright.sync_api import Page, expect
 
 from agents.models import ChatSession
 from tests.e2e.support import conversation
+from tests.support.chat_page import open_chat_menu
 from tests.support.history import apply_compaction
 
 PHONE = {"width": 390, "height": 844}
@@ -36,6 +37,7 @@ def test_export_then_import_gives_the_same_chat(
     page.goto(f"/chat/{chat.pk}/")
     bubbles = page.locator("#messages .msg")
     count = bubbles.count()
+    open_chat_menu(page)
     page.get_by_text("导出", exact=True).click()
     readme_shot(page, f"chat-export-menu-{'phone' if size == PHONE else 'desktop'}")
     with page.expect_download() as waiting:

@@ -18,6 +18,7 @@ from rest_framework.authtoken.models import Token
 
 from agents.models import ChatSession, Message
 from tests.e2e.support import conversation
+from tests.support.chat_page import open_chat_menu
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 820}
@@ -131,6 +132,7 @@ def test_start_switch_rename_and_delete_chats(
     workspace = server_log.parent / "workspaces" / str(old.pk)  # the server's
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "notes.md").write_text("草稿")
+    open_chat_menu(page)
     delete = page.locator(".chat-header").get_by_role("link", name="删除对话")
     delete.click()
     dialog = page.get_by_role("dialog", name="删除此对话？")
@@ -142,6 +144,7 @@ def test_start_switch_rename_and_delete_chats(
     dialog.get_by_role("button", name="取消").click()
     expect(dialog).to_be_hidden()
     assert ChatSession.objects.filter(pk=old.pk).exists()
+    open_chat_menu(page)  # the dialog's click closed the phone's header menu
     delete.click()
     dialog.get_by_role("button", name="删除").click()
     expect(page).to_have_url(re.compile(r"/chat/$"))

@@ -11,6 +11,7 @@ from playwright.sync_api import Page, expect
 
 from agents.models import ChatSession
 from tests.e2e.support import conversation
+from tests.support.chat_page import open_chat_menu
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 820}
@@ -18,7 +19,7 @@ DESKTOP = {"width": 1280, "height": 820}
 
 @pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_the_picker_switches_the_chats_model_and_compacts_first_when_needed(
-    page: Page, data, daphne_url, llm, size
+    page: Page, data, daphne_url, llm, size, readme_shot
 ) -> None:
     page.set_viewport_size(size)
     user = data.user("switcher")
@@ -32,6 +33,7 @@ def test_the_picker_switches_the_chats_model_and_compacts_first_when_needed(
     expect(page.locator("#chat")).to_have_attribute("data-ws", "open")
     status = page.locator("#meter-status")
     expect(status).to_contain_text("/64,000")
+    open_chat_menu(page)
     picker = page.locator("[data-model-select]")
     expect(picker).to_be_visible()
 
@@ -41,6 +43,8 @@ def test_the_picker_switches_the_chats_model_and_compacts_first_when_needed(
     expect(ask).to_contain_text("2,000")
     box = ask.bounding_box()
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= size["width"] + 0.5
+    if size is DESKTOP:
+        readme_shot(page, "model-switch-ask", docs="chat-model-switch")
     assert ChatSession.objects.get(pk=chat.pk).model_channel_id is None  # asked, not switched
 
     page.locator("[data-model-cancel]").click()
@@ -59,6 +63,7 @@ def test_the_picker_switches_the_chats_model_and_compacts_first_when_needed(
     assert agent.model_channel_id == big.pk  # the agent keeps its model
     # the page after a reload shows the chat's own model
     page.reload()
+    open_chat_menu(page)
     expect(page.locator("[data-model-select] option:checked")).to_contain_text("小窗口")
     expect(page.locator("#meter-status")).to_contain_text("/2,000")
     assert page.evaluate("document.documentElement.scrollWidth") <= size["width"]

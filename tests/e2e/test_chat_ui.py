@@ -18,7 +18,9 @@ from scripted_llm import Reply
 from tests.e2e.support import conversation
 from tests.support.chat_page import open_chat
 
-GREEN, ORANGE, RED = "rgb(103, 194, 58)", "rgb(230, 162, 60)", "rgb(245, 108, 108)"
+# the seed's green / orange / red (#67c23a, #e6a23c, #f56c6c) in the dark theme; in the light
+# one, shades that keep 3:1 against the bar's track (WCAG AA, issue 26 item 6)
+GREEN, ORANGE, RED = "rgb(61, 139, 29)", "rgb(184, 110, 0)", "rgb(217, 54, 54)"
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
 
 

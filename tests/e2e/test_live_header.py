@@ -12,6 +12,7 @@ pytest.importorskip("agents.runtime", reason="the agent runtime has not landed y
 from playwright.sync_api import Page, expect
 
 from tests.e2e.support import conversation
+from tests.support.chat_page import open_chat_menu
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 820}
@@ -35,6 +36,7 @@ def test_a_new_chat_gets_its_header_actions_without_a_reload(
     box.press("Enter")
     expect(page).to_have_url(CHAT_URL)
     sid = CHAT_URL.search(page.url).group(1)
+    open_chat_menu(page)
     expect(actions.get_by_label("重命名对话")).to_be_visible()
     expect(actions.get_by_label("删除对话")).to_have_attribute(
         "data-delete-url", f"/chat/{sid}/delete/"

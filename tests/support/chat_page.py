@@ -28,3 +28,19 @@ def open_chat(page: Page, session: Any) -> None:
 
 def without_headers(frame: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in frame.items() if k != "HEADERS"}
+
+
+def open_chat_menu(page: Page) -> None:
+    """On a phone the chat header's tools are behind its ⋯ (issue 26 item 7): open it when
+    it is shown (a wide page has them in the header already). A page just loaded may take
+    the first click before its modules listen: the click is repeated until it opens."""
+    toggle = page.locator("[data-chat-menu-toggle]")
+    tools = page.locator("#chat-tools")
+    if not toggle.is_visible():
+        return
+    for _ in range(5):
+        if tools.is_visible():
+            return
+        toggle.click()
+        page.wait_for_timeout(200)
+    expect(tools).to_be_visible()

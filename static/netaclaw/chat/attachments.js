@@ -41,7 +41,7 @@ function render() {
       drop.dataset.removeAttachment = String(index);
       drop.setAttribute("aria-label", list.dataset.labelRemove.replace("__NAME__", file.name));
       drop.textContent = "×";
-      chip.append("📎 ", name, drop);
+      chip.append(name, drop);
       return chip;
     })
   );
