@@ -31,11 +31,12 @@ PASTE = """([name, text]) => {
 }"""
 
 
-@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop-light", "phone-dark"])
 def test_files_attach_by_paperclip_drop_and_paste(
     page: Page, data, daphne_url, llm, size, readme_shot
 ) -> None:
     page.set_viewport_size(size)
+    page.emulate_media(color_scheme="dark" if size is PHONE else "light")  # both themes
     user = data.user("attacher")
     chat = data.session(
         owner=user,

@@ -24,6 +24,7 @@ ROWS = [
 
 def _open(page: Page, data, daphne_url, size) -> tuple[object, list[int]]:
     page.set_viewport_size(size)
+    page.emulate_media(color_scheme="dark" if size is PHONE else "light")  # both themes
     user = data.user("brancher")
     agent = data.agent(name="分支助手", model_channel=data.channel())
     chat = data.session(owner=user, agent=agent, title="分支", rows=ROWS)
@@ -39,7 +40,7 @@ def _no_sideways_scroll(page: Page) -> None:
     assert width <= page.viewport_size["width"], width
 
 
-@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop-light", "phone-dark"])
 def test_regenerate_keeps_the_first_answer_behind_a_switch(
     page: Page, data, daphne_url, llm, size, readme_shot
 ) -> None:
@@ -73,7 +74,7 @@ def test_regenerate_keeps_the_first_answer_behind_a_switch(
     _no_sideways_scroll(page)
 
 
-@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop-light", "phone-dark"])
 def test_edit_sends_the_message_again_and_keeps_the_earlier_turn(
     page: Page, data, daphne_url, llm, size
 ) -> None:

@@ -17,11 +17,12 @@ PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 820}
 
 
-@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop-light", "phone-dark"])
 def test_the_picker_switches_the_chats_model_and_compacts_first_when_needed(
     page: Page, data, daphne_url, llm, size, readme_shot
 ) -> None:
     page.set_viewport_size(size)
+    page.emulate_media(color_scheme="dark" if size is PHONE else "light")  # both themes
     user = data.user("switcher")
     aux = data.aux_channel()
     big = data.channel(name="大窗口", context_window=64_000)

@@ -27,9 +27,10 @@ BOX = """(selector) => {
 }"""
 
 
-@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop-light", "phone-dark"])
 def test_a_finished_answer_does_not_jump(page: Page, data, daphne_url, llm, size) -> None:
     page.set_viewport_size(size)
+    page.emulate_media(color_scheme="dark" if size is PHONE else "light")  # both themes
     user = data.user("steady")
     chat = data.session(owner=user, agent=data.agent(model_channel=data.channel()), title="稳")
     data.login(page.context, user, daphne_url)
