@@ -70,6 +70,7 @@ from web.api_errors import (
     JSONBodyParser,
     api_exception_handler,
     as_api_exception,
+    refusal_response,
 )
 from web.history_memory import history_served
 from web.model_switch import switch_chat_model
@@ -195,10 +196,7 @@ class SessionDetailView(ApiView):
                 ).session
             except ModelSwitchRefused as refused:
                 extra = refused.fit.to_json() if refused.fit is not None else {}
-                return Response(
-                    {"error": reasons.message(refused.reason), "reason": refused.reason, **extra},
-                    status=reasons.http_status(refused.reason),
-                )
+                return refusal_response(refused.reason, **extra)
         if "title" in wanted:
             session = session_rename(session=session, title=wanted["title"])
         return Response(SessionSerializer(session).data)

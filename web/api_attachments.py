@@ -11,9 +11,9 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import reasons
 from agents.attachments import MAX_PER_MESSAGE, AttachmentRefused, attachments_store, max_bytes
 from web.api import SESSION_ID, ApiView, _own_session
+from web.api_errors import refusal_response
 from web.serializers import ErrorSerializer
 
 
@@ -55,23 +55,20 @@ class SessionAttachmentsView(ApiView):
         session = _own_session(request, session_id)
         files = request.FILES.getlist("file")
         if not files:
-            return _refused("no_file")
+            return refusal_response("no_file")
         if len(files) > MAX_PER_MESSAGE:
-            return _refused("too_many_attachments", f"at most {MAX_PER_MESSAGE} per message")
+            return refusal_response(
+                "too_many_attachments", f"at most {MAX_PER_MESSAGE} per message"
+            )
         too_large = [f.name for f in files if f.size is not None and f.size > max_bytes()]
         if too_large:
             detail = f"{too_large[0]}: the limit is {max_bytes():,} bytes"
-            return _refused("attachment_too_large", detail)
+            return refusal_response("attachment_too_large", detail)
         try:
             stored = attachments_store(
                 session=session, files=[(f.name or "file", f.read()) for f in files]
             )
         except AttachmentRefused as refused:
-            return _refused(refused.reason, refused.detail)
+            return refusal_response(refused.reason, refused.detail)
         body = {"attachments": [a.to_json() for a in stored]}
         return Response(body, status=status.HTTP_201_CREATED)
-
-
-def _refused(reason: str, detail: str = "") -> Response:
-    text = reasons.message(reason) + (f" ({detail})" if detail else "")
-    return Response({"error": text, "reason": reason}, status=reasons.http_status(reason))

@@ -14,13 +14,14 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import branches, reasons
+from agents import branches
 from agents.leases import TURN, lease_seconds, new_holder
 from agents.models import MessageFork
 from agents.validation import MESSAGE_MAX_CHARS
 from chat.branching import AcceptedBranch, BranchAction, _accept_branch
 from runs import runner
 from web.api import SESSION_ID, ApiView, _own_session
+from web.api_errors import refusal_response
 from web.serializers import ErrorSerializer, refuse_nul
 
 MESSAGE_ID = OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH)
@@ -73,11 +74,7 @@ def _run(request: Request, session_id: str, action: BranchAction) -> Response:
     if accepted is None:
         raise exceptions.NotFound(_("No such session."))
     if accepted.refusal is not None:
-        reason = accepted.refusal.reason or "internal_error"
-        return Response(
-            {"error": reasons.message(reason), "reason": reason},
-            status=reasons.http_status(reason),
-        )
+        return refusal_response(accepted.refusal.reason or "internal_error")
     runner.submit_branch_sync(accepted)
     code = status.HTTP_202_ACCEPTED if accepted.holder else status.HTTP_200_OK
     return Response(_body(accepted), status=code)

@@ -12,7 +12,6 @@ from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents import reasons
 from agents.history_pages import MessageNotFound, message_for_session
 from agents.message_format import message_to_json
 from agents.models import ChatSession, CompactionRecord
@@ -32,6 +31,7 @@ from web.api import (
     _outcome_response,
     _own_session,
 )
+from web.api_errors import refusal_response
 from web.serializers import (
     CompactionRecordDetailSerializer,
     CompactionRecordSerializer,
@@ -46,13 +46,6 @@ from web.serializers import (
 RECORD_ID = OpenApiParameter("record_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 MESSAGE_ID = OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH)
 PREVIEW_ID = OpenApiParameter("preview_id", OpenApiTypes.INT, OpenApiParameter.PATH)
-
-
-def _refusal(reason: str) -> Response:
-    """``{"error", "reason"}`` in the request's language, with the reason's status."""
-    return Response(
-        {"error": reasons.message(reason), "reason": reason}, status=reasons.http_status(reason)
-    )
 
 
 def _record(session: ChatSession, record_id: int) -> CompactionRecord:
@@ -105,7 +98,7 @@ class SessionCompactionUndoView(ApiView):
         except RecordNotFound as exc:
             raise exceptions.NotFound(_("No such compaction.")) from exc
         except UndoRefused as exc:
-            return _refusal(exc.reason)
+            return refusal_response(exc.reason)
         return Response({"restoredCount": outcome.restored_count})
 
 
@@ -143,7 +136,7 @@ class SessionMessageView(SessionMessageDetailView):
         except MessageNotFound as exc:
             raise exceptions.NotFound(_("No such message.")) from exc
         except EditRefused as exc:
-            return _refusal(exc.reason)
+            return refusal_response(exc.reason)
         return Response(message_to_json(message))
 
 
@@ -227,5 +220,5 @@ class SessionCompactionPreviewAcceptView(ApiView):
         except PreviewNotFound as exc:
             raise _preview_gone() from exc
         except PreviewRefused as exc:
-            return _refusal(exc.reason)
+            return refusal_response(exc.reason)
         return _outcome_response(outcome)

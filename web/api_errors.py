@@ -66,3 +66,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if response is not None and isinstance(exc, ReasonedError) and isinstance(response.data, dict):
         response.data["reason"] = exc.reason
     return response
+
+
+def refusal_response(reason: str, detail: str = "", **extra: Any) -> Response:
+    """``{"error", "reason", …extra}`` in the request's language, with the status the reason
+    has in the one reason table; ``detail`` (a limit, a file name) after the message."""
+    text = reasons.message(reason) + (f" ({detail})" if detail else "")
+    body = {"error": text, "reason": reason, **extra}
+    return Response(body, status=reasons.http_status(reason))
