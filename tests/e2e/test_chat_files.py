@@ -21,11 +21,12 @@ PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 820}
 
 
-@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop-light", "phone-dark"])
 def test_export_then_import_gives_the_same_chat(
     page: Page, data, daphne_url, readme_shot, tmp_path, size
 ) -> None:
     page.set_viewport_size(size)
+    page.emulate_media(color_scheme="dark" if size is PHONE else "light")  # both themes
     user = data.user("porter")
     agent = data.agent(name="搬运助手", model_channel=data.channel())
     chat = data.session(

@@ -19,12 +19,13 @@ PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 820}
 
 
-@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop-light", "phone-dark"])
 def test_search_finds_a_deep_message_and_opens_the_chat_there(
     page: Page, data, daphne_url, readme_shot, size
 ) -> None:
     phone = size == PHONE
     page.set_viewport_size(size)
+    page.emulate_media(color_scheme="dark" if size is PHONE else "light")  # both themes
     user = data.user("finder")
     agent = data.agent(name="检索助手", model_channel=data.channel())
     rows = [{"role": "user", "content": f"第{i}条普通消息"} for i in range(160)]

@@ -19,11 +19,12 @@ DESKTOP = {"width": 1280, "height": 820}
 CHAT_URL = re.compile(r"/chat/([0-9a-f-]{36})/$")
 
 
-@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop-light", "phone-dark"])
 def test_a_new_chat_gets_its_header_actions_without_a_reload(
     page: Page, data, daphne_url, size
 ) -> None:
     page.set_viewport_size(size)
+    page.emulate_media(color_scheme="dark" if size is PHONE else "light")  # both themes
     user = data.user("newcomer")
     agent = data.agent(name="新助手", model_channel=data.channel())
     data.login(page.context, user, daphne_url)
