@@ -40,7 +40,7 @@ def test_search_finds_a_deep_message_and_opens_the_chat_there(
     page.goto("/chat/")
     sidebar = page.locator("#sidebar")
     if phone:
-        page.locator(".home-head").get_by_role("button", name="对话").click()
+        page.locator(".home-head").get_by_role("button", name="对话", exact=True).click()
     expect(sidebar.locator(".session-group[data-group='today'] .session-group-label")).to_have_text(
         "今天"
     )
