@@ -39,7 +39,9 @@ def _chat_list(page: Page, phone: bool) -> Any:
     sidebar = page.locator("#sidebar")
     if phone:
         expect(sidebar).to_be_hidden()
-        page.locator(".chat-header, .home-head").get_by_role("button", name="对话", exact=True).click()
+        page.locator(".chat-header, .home-head").get_by_role(
+            "button", name="对话", exact=True
+        ).click()
     expect(sidebar).to_be_visible()
     expect(sidebar).to_be_in_viewport()
     return sidebar
