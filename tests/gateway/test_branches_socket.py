@@ -4,6 +4,8 @@ the answer streams as a turn's does, and a switch brings the earlier version bac
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from channels.db import database_sync_to_async
 
@@ -123,8 +125,6 @@ async def test_refusals_change_nothing(llm_server) -> None:
 
 
 async def test_a_regenerate_while_the_agent_works_is_refused(llm_server) -> None:
-    import time
-
     def slow(body, wire):
         time.sleep(1.5)
         return Reply(text="slow answer")

@@ -9,6 +9,8 @@ import json
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
 from agents.attachments import (
@@ -85,8 +87,6 @@ def test_an_upload_lands_in_the_workspace_within_its_limits(workspaces) -> None:
 
 
 def _netaclaw(workspaces):
-    from django.conf import settings
-
     return {**settings.NETACLAW, "WORKSPACE_ROOT": workspaces}
 
 
@@ -94,8 +94,6 @@ def test_the_rest_upload_answers_the_paths_or_why_not(workspaces) -> None:
     session = make_session()
     client = token_client(session.owner)
     url = f"/api/sessions/{session.pk}/attachments/"
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
     files = [SimpleUploadedFile("a.csv", b"x,y\n1,2\n"), SimpleUploadedFile("b.png", PNG)]
     made = client.post(url, {"file": files}, format="multipart")
     assert made.status_code == 201, made.content

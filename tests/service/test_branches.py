@@ -12,10 +12,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents import branches, services
+from agents.chat_archive import archive_of
+from agents.chat_files import ChatFileError, export_chat, import_chat
 from agents.event_records import EventRecord
 from agents.models import Message, MessageFork, Role
 from agents.selectors import history_load, llm_history_load, model_visible
+from compaction.request import CompactionRequest
+from compaction.run import compact
+from scripted_llm import Reply
 from tests.factories import make_session
+from tests.support.history import session_to_compact
+from tests.support.summaries import KEY_VALUE_SUMMARY
 
 pytestmark = pytest.mark.django_db
 
@@ -255,8 +262,6 @@ def test_any_sequence_keeps_each_version_as_it_was(ops) -> None:
 def test_the_products_file_keeps_every_version_and_the_forks() -> None:
     """Issue 26 items 1 and 5: export shows branches, and a re-import is the same chat —
     the same history, the same switches, and each version set aside comes back when chosen."""
-    from agents.chat_archive import archive_of
-    from agents.chat_files import export_chat, import_chat
 
     session = make_session()
     session.agent.owner = session.owner
@@ -287,8 +292,6 @@ def test_the_products_file_keeps_every_version_and_the_forks() -> None:
 
 
 def test_a_file_with_a_bad_fork_is_refused_and_writes_nothing() -> None:
-    from agents.chat_archive import archive_of
-    from agents.chat_files import ChatFileError, import_chat
 
     session = make_session()
     session.agent.owner = session.owner
@@ -321,11 +324,6 @@ def test_a_file_with_a_bad_fork_is_refused_and_writes_nothing() -> None:
 def test_compaction_summarizes_the_active_branch_only_and_leaves_the_others(llm_server) -> None:
     """Only the active branch is compacted: the summarizer never reads a version set aside,
     and that version is still there, whole, behind its switch (outside what was compacted)."""
-    from compaction.request import CompactionRequest
-    from compaction.run import compact
-    from scripted_llm import Reply
-    from tests.support.history import session_to_compact
-    from tests.support.summaries import KEY_VALUE_SUMMARY
 
     session = session_to_compact(llm_server, n=40)
     history = llm_history_load(session=session)
