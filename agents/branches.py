@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from agents import services
@@ -96,12 +96,7 @@ def branch_regenerate(*, session: ChatSession, message_id: int) -> BranchChange:
     )
     if anchor is None or anchor.compacted_at is not None:
         raise BranchRefused("inside_compacted")
-    fork = (
-        _forks_on_branch(session)
-        .filter(kind=ForkKind.REGENERATE, anchor=anchor)
-        .order_by("-id")
-        .first()
-    )
+    fork = _forks(session).filter(kind=ForkKind.REGENERATE, anchor=anchor).order_by("-id").first()
     with transaction.atomic():
         if fork is None:
             fork = MessageFork.objects.create(
@@ -124,7 +119,7 @@ def branch_edit(*, session: ChatSession, message_id: int, content: str) -> Branc
     if message.role != Role.USER or message.is_compaction_summary or message.is_system_event:
         raise BranchRefused("not_editable")
     fork = next(
-        (f for f in _forks_on_branch(session).filter(kind=ForkKind.EDIT) if _head(f) == message.pk),
+        (f for f in _forks(session).filter(kind=ForkKind.EDIT) if _head(f) == message.pk),
         None,
     )
     with transaction.atomic():
@@ -144,9 +139,8 @@ def branch_edit(*, session: ChatSession, message_id: int, content: str) -> Branc
 
 def branch_select(*, session: ChatSession, fork_id: int, version: int) -> BranchChange:
     """Make ``version`` of the fork the history again, and set the current one aside."""
-    fork = _forks_on_branch(session).filter(pk=fork_id).first()
-    marked = _marked_id(fork) if fork is not None else None
-    if marked is None or not Message.objects.on_branch().filter(pk=marked).exists():
+    fork = _forks(session).filter(pk=fork_id).first()
+    if fork is None or not _on_branch_fork(fork):
         raise BranchRefused("unknown_fork")  # or inside a version set aside
     if not 1 <= version <= fork.versions:
         raise BranchRefused("unknown_version")
@@ -205,9 +199,9 @@ def _add_version(fork: MessageFork) -> None:
 # --- reading ------------------------------------------------------------------------------
 
 
-def _forks_on_branch(session: ChatSession) -> Any:
-    """The session's forks (those set aside with a version are filtered by the callers:
-    their anchor or head is not on the branch)."""
+def _forks(session: ChatSession) -> QuerySet[MessageFork]:
+    """The session's forks, on the active branch or not (a fork is on it when the message
+    that carries its switch is: ``_marked_id``)."""
     return MessageFork.objects.filter(session=session)
 
 
@@ -222,6 +216,12 @@ def _marked_id(fork: MessageFork) -> int | None:
     return fork.anchor_id if fork.kind == ForkKind.REGENERATE else _head(fork)
 
 
+def _on_branch_fork(fork: MessageFork) -> bool:
+    """Its switch is on the active branch (else it waits inside a version set aside)."""
+    marked = _marked_id(fork)
+    return marked is not None and Message.objects.on_branch().filter(pk=marked).exists()
+
+
 def _marked(fork: MessageFork) -> Message | None:
     marked = _marked_id(fork)
     return Message.objects.filter(pk=marked).first() if marked is not None else None
@@ -233,7 +233,7 @@ def branch_marks(
     """The switches of every fork whose message is on the active branch, by that message's
     id (``ids``: only those): an edited message's versions, the answers to a message, or
     both. Empty — and one cheap query — for a chat never forked."""
-    forks = list(_forks_on_branch(session))
+    forks = list(_forks(session))
     if not forks:
         return {}
     by_message: dict[int, list[MessageFork]] = {}

@@ -21,7 +21,7 @@ from agents.access import SessionNotFound, session_for_user
 from agents.events import BranchChanged, ErrorEvent, MessageStored
 from agents.models import ForkKind
 from agents.reasons import wire_text
-from chat.turn import DeferTurn, PreparedTurn, _refusal, _started
+from chat.turn import DeferTurn, PreparedTurn, turn_refusal, turn_started
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +84,7 @@ def _events(session: Any, change: branches.BranchChange) -> tuple[Any, ...]:
     return (changed,)
 
 
-def _accept_branch(
+def accept_branch_sync(
     user: Any,
     raw_session_id: str,
     action: BranchAction,
@@ -101,7 +101,7 @@ def _accept_branch(
         return None
     sid = str(session.pk)
     answers = action.kind in {"regenerate", "edit"}
-    refusal = _refusal(session) if answers else None
+    refusal = turn_refusal(session) if answers else None
     if refusal is not None:
         return AcceptedBranch(sid, refusal=refusal)
     try:
@@ -114,7 +114,7 @@ def _accept_branch(
             if not answers:
                 services.lease_release(session_id=session.pk, holder=holder)
                 return AcceptedBranch(sid, _events(session, change))
-            started = _started(session, holder, defer, reply_to)
+            started = turn_started(session, holder, defer, reply_to)
             return AcceptedBranch(sid, _events(session, change), holder, started)
     except branches.BranchRefused as refused:  # rolled back: the lease too
         return AcceptedBranch(
@@ -122,4 +122,4 @@ def _accept_branch(
         )
 
 
-accept_branch = database_sync_to_async(_accept_branch)
+accept_branch = database_sync_to_async(accept_branch_sync)  # the same from the event loop

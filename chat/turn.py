@@ -122,7 +122,7 @@ def _load_session(session_id: str) -> ChatSession:
     ).get(pk=session_id)
 
 
-def _refusal(session: ChatSession) -> ErrorEvent | None:
+def turn_refusal(session: ChatSession) -> ErrorEvent | None:
     """Why the model may not be called for this session, if it may not."""
     agent, session_id = session.agent, str(session.pk)
     channel = session.channel
@@ -138,7 +138,7 @@ def _refusal(session: ChatSession) -> ErrorEvent | None:
 def _prepare(session: ChatSession) -> PreparedTurn:
     """Decide whether the model may be called now, and with what: one read of the visible
     history serves the meter, the trigger and the context."""
-    refusal = _refusal(session)
+    refusal = turn_refusal(session)
     if refusal is not None:
         return PreparedTurn(session, refusal)
     stored = llm_history_load(session=session)
@@ -194,7 +194,7 @@ def _accept_chat(
     except SessionNotFound:
         return None
     sid = str(session.pk)
-    refusal = _refusal(session)
+    refusal = turn_refusal(session)
     if refusal is not None:  # stored, it would wait to be sent beside the next message
         return AcceptedChat(sid, (), refusal=refusal)
     files = _attached(session, attachments)
@@ -210,7 +210,7 @@ def _accept_chat(
             stored = services.user_message_append(
                 session=session, content=content, touched=True, attachments=files
             )
-            started = _started(session, holder, defer, reply_to)
+            started = turn_started(session, holder, defer, reply_to)
             return AcceptedChat(sid, _json([*released, stored]), holder, started, renamed=renamed)
     if not queue:
         busy = ErrorEvent(wire_text("turn_in_progress"), "turn_in_progress", sid)
@@ -222,7 +222,7 @@ def _accept_chat(
     with transaction.atomic():
         if services.lease_acquire(session_id=session.pk, holder=holder, seconds=seconds):
             released = services.turn_start(session=session)
-            started = _started(session, holder, defer, reply_to)
+            started = turn_started(session, holder, defer, reply_to)
             return AcceptedChat(sid, _json(released), holder, started, renamed=renamed)
     return AcceptedChat(sid, _json([queued]), renamed=renamed)
 
@@ -236,7 +236,7 @@ def _attached(session: ChatSession, paths: Sequence[str]) -> list[Attachment] | 
         return ErrorEvent(text, refused.reason, str(session.pk))
 
 
-def _started(
+def turn_started(
     session: ChatSession, holder: str, defer: DeferTurn | None, reply_to: str
 ) -> PreparedTurn | None:
     """A turn taken with the message: its reads here, or its job stored (``defer``)."""
@@ -270,7 +270,7 @@ def _accept_new_chat(
         agent = agent_for_user(user=user, agent_id=agent_id)
     except LookupError:
         return None
-    refusal = _refusal(ChatSession(owner=user, agent=agent))
+    refusal = turn_refusal(ChatSession(owner=user, agent=agent))
     if refusal is not None:  # of a chat that does not exist: no sessionId
         return AcceptedChat("", (), refusal=replace(refusal, session_id=None))
     with transaction.atomic():
@@ -282,7 +282,7 @@ def _accept_new_chat(
             lease_seconds=seconds,
             session_id=session_id,
         )
-        started = _started(session, holder, defer, reply_to)
+        started = turn_started(session, holder, defer, reply_to)
     sid = str(session.pk)
     created = SessionCreated(sid, agent.pk, session.title, agent.name)
     return AcceptedChat(sid, _json([stored]), holder, started, created=created)

@@ -18,7 +18,7 @@ from agents import branches
 from agents.leases import TURN, lease_seconds, new_holder
 from agents.models import MessageFork
 from agents.validation import MESSAGE_MAX_CHARS
-from chat.branching import AcceptedBranch, BranchAction, _accept_branch
+from chat.branching import AcceptedBranch, BranchAction, accept_branch_sync
 from runs import runner
 from web.api import SESSION_ID, ApiView, _own_session
 from web.api_errors import refusal_response
@@ -63,7 +63,7 @@ class VersionSerializer(serializers.Serializer):
 
 
 def _run(request: Request, session_id: str, action: BranchAction) -> Response:
-    accepted = _accept_branch(
+    accepted = accept_branch_sync(
         request.user,
         session_id,
         action,

@@ -20,7 +20,7 @@ from agents.meter import token_update
 from agents.models import ChatSession
 from web.model_switch import switch_chat_model
 from web.page_access import HtmxHttpRequest, own_session
-from web.pin_views import _meter_fragments
+from web.pin_views import meter_fragments
 
 PICKER = "chat/partials/model_switch.html"
 
@@ -60,7 +60,7 @@ def chat_model(request: HtmxHttpRequest, session_id: uuid.UUID) -> HttpResponse:
     if not request.htmx:
         return redirect("chat:session", session_id=session.pk)
     session = switched.session
-    fragments = _meter_fragments(session, token_update(str(session.pk)))
+    fragments = meter_fragments(session, token_update(str(session.pk)))
     return _picker(request, session, compacted=switched.compacted, oob=fragments)
 
 

@@ -30,7 +30,7 @@ PARTIALS = "chat/partials/"
 PINNED_VALUES = {"true": True, "false": False}
 
 
-def _meter_fragments(session: ChatSession, reading: MeterReading) -> str:
+def meter_fragments(session: ChatSession, reading: MeterReading) -> str:
     """The token bar, the status line and the context panel's figures, swapped by id."""
     context = {"meter": MeterView(reading), "oob": True, "session_id": str(session.pk)}
     return "".join(
@@ -64,4 +64,4 @@ def message_pin_toggle(
         {"m": message_view(message_to_json(target)), "session_id": str(session.pk)},
         request=request,
     )
-    return HttpResponse(bubble + _meter_fragments(session, update))
+    return HttpResponse(bubble + meter_fragments(session, update))
